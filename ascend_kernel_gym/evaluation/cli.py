@@ -1,0 +1,9 @@
+"""`akg check` (being built)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    return None

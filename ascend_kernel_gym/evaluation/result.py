@@ -1,0 +1,180 @@
+"""Typed evaluation request and result.
+
+These types are the contract between the evaluator, the environment, the reward presets, the
+wrappers and the leaderboard. Everything here is plain data: it imports neither torch nor
+triton, pickles across process boundaries and round-trips through JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from ascend_kernel_gym.tasks.task import Task
+
+
+class Stage(str, Enum):
+    """The furthest stage of the cascade an evaluation reached."""
+
+    FORMAT = "format"
+    STATIC = "static"
+    COMPILE = "compile"
+    CORRECTNESS = "correctness"
+    PERFORMANCE = "performance"
+    DONE = "done"
+
+
+class ErrorType(str, Enum):
+    """Why an evaluation failed. One closed set; ``NONE`` for a passing kernel."""
+
+    NONE = "none"
+    # format / static
+    NO_CODE = "no_code"
+    SYNTAX = "syntax"
+    FORBIDDEN = "forbidden"
+    MISSING_MODEL_NEW = "missing_model_new"
+    NO_TRITON_KERNEL = "no_triton_kernel"
+    # compile / run
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+    OOM = "oom"
+    SANDBOX_VIOLATION = "sandbox_violation"
+    # correctness
+    WRONG_OUTPUT_TYPE = "wrong_output_type"
+    SHAPE_MISMATCH = "shape_mismatch"
+    DTYPE_MISMATCH = "dtype_mismatch"
+    DEVICE_MISMATCH = "device_mismatch"
+    VALUE_MISMATCH = "value_mismatch"
+    NAN_OR_INF = "nan_or_inf"
+    NONDETERMINISTIC = "nondeterministic"
+    INPUT_INDEPENDENT = "input_independent"
+    # hacks
+    NO_KERNEL_LAUNCHED = "no_kernel_launched"
+    TORCH_FALLBACK = "torch_fallback"
+    INPUT_MUTATED = "input_mutated"
+    OUTPUT_ALIASES_INPUT = "output_aliases_input"
+    # Ascend rules in enforce mode
+    ASCEND_CONSTRAINT = "ascend_constraint"
+    # the harness itself failed (never the candidate's fault)
+    HARNESS_ERROR = "harness_error"
+
+
+#: Error types that mean the candidate tried to game the harness.
+HACK_ERROR_TYPES = frozenset(
+    {
+        ErrorType.NO_KERNEL_LAUNCHED,
+        ErrorType.TORCH_FALLBACK,
+        ErrorType.INPUT_MUTATED,
+        ErrorType.OUTPUT_ALIASES_INPUT,
+        ErrorType.FORBIDDEN,
+        ErrorType.SANDBOX_VIOLATION,
+        ErrorType.INPUT_INDEPENDENT,
+    }
+)
+
+
+@dataclass
+class LaunchRecord:
+    """One launch of one of the candidate's own Triton kernels."""
+
+    kernel: str
+    grid: list[int]
+    constexprs: dict[str, Any] = field(default_factory=dict)
+    num_warps: int | None = None
+    num_stages: int | None = None
+    #: (shape, dtype) of each tensor argument, in order, e.g. [[1024, 1024], "float32"].
+    tensor_args: list[list[Any]] = field(default_factory=list)
+
+
+@dataclass
+class EvalRequest:
+    """What to evaluate.
+
+    Args:
+        task: the task the candidate answers.
+        code: the candidate's Python source (defines ``ModelNew``).
+        profile: shape profile; ``None`` means the backend's default (``small`` on the
+            interpreter, ``full`` on devices).
+        num_trials: correctness trials, each with fresh inputs.
+        measure_performance: run the profiling stage where the backend can time kernels.
+        timeout_s: wall-clock limit for the whole child; ``None`` uses the evaluator's default.
+        seed: fixes the hidden input seeds (for reproducible tests); ``None`` draws them secretly.
+    """
+
+    task: Task
+    code: str
+    profile: str | None = None
+    num_trials: int = 5
+    measure_performance: bool = True
+    timeout_s: float | None = None
+    seed: int | None = None
+
+
+@dataclass
+class EvalResult:
+    """The outcome of one evaluation. JSON round-trips through :meth:`to_dict` / :meth:`from_dict`."""
+
+    task_id: str
+    backend: str
+    profile: str
+    code_hash: str
+    stage: Stage = Stage.FORMAT
+    format_ok: bool = False
+    static_ok: bool = False
+    compiled: bool = False
+    correct: bool = False
+    hack: bool = False
+    hack_reasons: list[str] = field(default_factory=list)
+    error_type: ErrorType = ErrorType.NONE
+    error_message: str = ""
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    trials_passed: int = 0
+    trials_total: int = 0
+    ref_ms: float | None = None
+    kernel_ms: float | None = None
+    speedup: float | None = None
+    timing: dict[str, Any] = field(default_factory=dict)
+    launches: list[LaunchRecord] = field(default_factory=list)
+    torch_ops: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    ascend_checks: list[dict[str, Any]] = field(default_factory=list)
+    estimate: dict[str, Any] | None = None
+    stage_durations: dict[str, float] = field(default_factory=dict)
+    device: str = ""
+    cache_hit: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """True when the kernel is correct and not a hack."""
+        return self.correct and not self.hack
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["stage"] = self.stage.value
+        data["error_type"] = self.error_type.value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalResult:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"EvalResult.from_dict: unknown fields {sorted(unknown)}")
+        values = dict(data)
+        values["stage"] = Stage(values.get("stage", Stage.FORMAT.value))
+        values["error_type"] = ErrorType(values.get("error_type", ErrorType.NONE.value))
+        values["launches"] = [LaunchRecord(**launch) for launch in values.get("launches", [])]
+        return cls(**values)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> EvalResult:
+        return cls.from_dict(json.loads(text))

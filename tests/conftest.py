@@ -1,0 +1,11 @@
+"""Test-wide settings: nothing reaches the network, caches go to a temporary directory."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("AKG_CACHE_DIR", tempfile.mkdtemp(prefix="akg-test-cache-"))
