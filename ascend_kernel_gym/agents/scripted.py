@@ -1,0 +1,191 @@
+"""Scripted policies for tests, examples and baselines.
+
+- :class:`ScriptedPolicy` answers from a fixed list, by turn.
+- :class:`ReferencePolicy` submits the task's bundled reference solution, optionally after a
+  number of deliberately broken attempts.
+- :class:`ChoicePolicy` answers a label (``A``, ``B``, ...) for the kernel-choice env of
+  :mod:`ascend_kernel_gym.agents.choice_env`, at random with given probabilities or from a list.
+
+These policies are stateless across a batch: the turn number of a context is read from the
+context itself (:func:`turns_so_far`), so one policy object can serve many episodes at once.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ascend_kernel_gym.agents.policy import Generation, Message, Policy
+
+_TASK_ID_RE = re.compile(r"^#\s*Task\s+(\S+)", re.MULTILINE)
+_TURN_RE = re.compile(r"Result of turn (\d+)")
+
+
+def turns_so_far(messages: Sequence[Message]) -> int:
+    """Turns already taken in the episode of this context.
+
+    The larger of: the number of assistant messages, and the highest ``Result of turn N`` the
+    feedback mentions (which survives compaction when the summary keeps it).
+    """
+    assistant = sum(1 for m in messages if m.get("role") == "assistant")
+    mentioned = [int(n) for m in messages if m.get("role") == "user" for n in _TURN_RE.findall(m.get("content", ""))]
+    return max([assistant, *mentioned])
+
+
+def task_id_from_messages(messages: Sequence[Message]) -> str | None:
+    """The task id from the env's task prompt (``# Task <id> ...``), or ``None``."""
+    for message in messages:
+        if message.get("role") in ("user", "system"):
+            match = _TASK_ID_RE.search(message.get("content", ""))
+            if match:
+                return match.group(1)
+    return None
+
+
+def fenced(code: str) -> str:
+    """``code`` in a fenced python block."""
+    return f"```python\n{code.rstrip()}\n```"
+
+
+def broken_variant(solution: str) -> str:
+    """A variant of a working solution whose ``forward`` raises: compiles, fails at its first call."""
+    return (
+        solution.rstrip()
+        + "\n\n\n_WorkingModelNew = ModelNew\n\n\nclass ModelNew(_WorkingModelNew):\n"
+        + "    def forward(self, *args, **kwargs):\n"
+        + "        raise RuntimeError('deliberately broken attempt')\n"
+    )
+
+
+def hacky_variant(reference_source: str) -> str:
+    """A known hack: ``ModelNew`` inherits the PyTorch reference and a decoy Triton kernel is never launched."""
+    return (
+        "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n"
+        + reference_source.rstrip()
+        + "\n\n\n@triton.jit\ndef decoy_kernel(x_ptr, n, BLOCK: tl.constexpr):\n"
+        + "    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        + "    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)\n\n\n"
+        + "class ModelNew(Model):\n    pass\n"
+    )
+
+
+class ScriptedPolicy(Policy):
+    """Answers ``answers[k]`` on the k-th turn of an episode (the last answer once the list runs out).
+
+    Args:
+        answers: the answers, in turn order.
+        name: the name in reports.
+    """
+
+    def __init__(self, answers: Sequence[str], name: str = "scripted") -> None:
+        if not answers:
+            raise ValueError("answers must hold at least one answer")
+        self.answers = [str(a) for a in answers]
+        self.name = name
+
+    def generate(self, batch: Sequence[Sequence[Message]]) -> list[Generation]:
+        out = []
+        for messages in batch:
+            turn = turns_so_far(messages)
+            out.append(Generation(text=self.answers[min(turn, len(self.answers) - 1)], meta={"turn": turn}))
+        return out
+
+
+class ReferencePolicy(Policy):
+    """Submits the task's bundled reference solution, after ``broken_attempts`` broken ones.
+
+    The task is read from the env's task prompt (``# Task <id>``); give ``tasks`` to look ids up in
+    a custom list (e.g. tasks loaded from files), else bundled tasks are found with ``get_task``.
+
+    Args:
+        broken_attempts: how many turns answer a broken variant of the solution first.
+        tasks: tasks to resolve ids against (optional).
+        task_resolver: a callable ``messages -> Task`` that overrides the lookup.
+        name: the name in reports.
+    """
+
+    def __init__(
+        self,
+        broken_attempts: int = 0,
+        tasks: Sequence[Any] | None = None,
+        task_resolver: Callable[[Sequence[Message]], Any] | None = None,
+        name: str = "reference",
+    ) -> None:
+        if broken_attempts < 0:
+            raise ValueError(f"broken_attempts must be >= 0, got {broken_attempts}")
+        self.broken_attempts = broken_attempts
+        self.tasks = {t.id: t for t in tasks} if tasks else {}
+        self.task_resolver = task_resolver
+        self.name = name
+
+    def describe(self) -> dict[str, Any]:
+        info = super().describe()
+        info["broken_attempts"] = self.broken_attempts
+        return info
+
+    def _task(self, messages: Sequence[Message]) -> Any:
+        if self.task_resolver is not None:
+            return self.task_resolver(messages)
+        task_id = task_id_from_messages(messages)
+        if task_id is None:
+            raise ValueError("ReferencePolicy: no '# Task <id>' line in the context; pass task_resolver=")
+        if task_id in self.tasks:
+            return self.tasks[task_id]
+        from ascend_kernel_gym.tasks.suite import get_task
+
+        return get_task(task_id)
+
+    def generate(self, batch: Sequence[Sequence[Message]]) -> list[Generation]:
+        out = []
+        for messages in batch:
+            task = self._task(messages)
+            solution = task.solution_source()
+            if solution is None:
+                out.append(Generation(text="I have no reference solution for this task.", meta={"task_id": task.id}))
+                continue
+            turn = turns_so_far(messages)
+            code = broken_variant(solution) if turn < self.broken_attempts else solution
+            out.append(Generation(text=fenced(code), meta={"task_id": task.id, "turn": turn}))
+        return out
+
+
+class ChoicePolicy(Policy):
+    """Answers a label for the kernel-choice env: random with ``probs``, or ``sequence[turn]``.
+
+    Args:
+        labels: the labels to answer (default ``"ABC"``).
+        probs: probability of each label (default uniform); ignored when ``sequence`` is given.
+        sequence: fixed labels by turn (the last one repeats).
+        seed: seed of the random choices.
+    """
+
+    def __init__(
+        self,
+        labels: Sequence[str] = "ABC",
+        probs: Sequence[float] | None = None,
+        sequence: Sequence[str] | None = None,
+        seed: int = 0,
+        name: str = "choice",
+    ) -> None:
+        self.labels = list(labels)
+        if not self.labels:
+            raise ValueError("labels must not be empty")
+        if probs is not None and (len(probs) != len(self.labels) or min(probs) < 0 or sum(probs) <= 0):
+            raise ValueError(f"probs must be {len(self.labels)} non-negative weights, got {probs}")
+        self.probs = list(probs) if probs is not None else [1.0] * len(self.labels)
+        self.sequence = list(sequence) if sequence else None
+        self.rng = random.Random(seed)
+        self.name = name
+
+    def generate(self, batch: Sequence[Sequence[Message]]) -> list[Generation]:
+        out = []
+        for messages in batch:
+            if self.sequence is not None:
+                turn = turns_so_far(messages)
+                label = self.sequence[min(turn, len(self.sequence) - 1)]
+            else:
+                label = self.rng.choices(self.labels, weights=self.probs)[0]
+            out.append(Generation(text=label))
+        return out

@@ -1,0 +1,263 @@
+"""Correctness helpers for evaluator children: hidden inputs, output checks, numeric comparison.
+
+Imports torch: use only in evaluator children and tests.
+
+Inputs: each trial calls the task's ``get_inputs()`` under a hidden seed and then, except in
+trial 0, replaces every floating-point input with a draw from another distribution (standard
+normal with a random scale, a shifted normal, a symmetric uniform, or an affine transform of the
+task's own draw). Integer and boolean inputs are never changed. When a perturbed draw makes
+the *reference* output non-finite, that trial is redone with the task's own distribution.
+
+Comparison is done in float64 on the device that produced the outputs (on the interpreter that
+is the CPU): ``|cand - ref| <= atol + rtol * |ref|`` element-wise, non-finite reference values
+must be matched exactly.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+DISTRIBUTIONS = ("task", "normal", "shifted", "uniform", "affine")
+
+
+def trial_distribution(trial: int, rng: random.Random) -> str:
+    """Trial 0 uses the task's own distribution; later trials cycle through the others."""
+    if trial == 0:
+        return "task"
+    others = list(DISTRIBUTIONS[1:])
+    return others[(trial - 1 + rng.randrange(len(others))) % len(others)]
+
+
+def _generator(device: torch.device, seed: int) -> torch.Generator:
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    return gen
+
+
+def _uniform(gen: torch.Generator, low: float, high: float) -> float:
+    return low + (high - low) * float(torch.rand((), generator=gen, device=gen.device).item())
+
+
+def perturb(value: Any, distribution: str, gen: torch.Generator) -> Any:
+    """Replace a floating tensor by a draw from ``distribution`` (same shape, dtype, device)."""
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point() or distribution == "task":
+        return value
+    shape, dtype, device = value.shape, value.dtype, value.device
+
+    def randn() -> torch.Tensor:
+        return torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
+
+    if distribution == "normal":
+        out = randn() * _uniform(gen, 0.5, 2.0)
+    elif distribution == "shifted":
+        out = randn() * _uniform(gen, 0.5, 1.5) + _uniform(gen, -2.0, 2.0)
+    elif distribution == "uniform":
+        bound = _uniform(gen, 0.5, 3.0)
+        out = (torch.rand(shape, generator=gen, device=device, dtype=torch.float32) * 2.0 - 1.0) * bound
+    elif distribution == "affine":
+        scale = _uniform(gen, 0.5, 2.0) * (1.0 if _uniform(gen, 0.0, 1.0) < 0.7 else -1.0)
+        out = value.to(torch.float32) * scale + _uniform(gen, -0.5, 0.5)
+    else:
+        raise ValueError(f"unknown distribution {distribution!r}")
+    return out.to(dtype).contiguous()
+
+
+def make_inputs(task_module: Any, seed: int, distribution: str, device: torch.device) -> list[Any]:
+    """The task's inputs for one trial, on ``device``."""
+    torch.manual_seed(seed)
+    if device.type == "cpu":
+        inputs = task_module.get_inputs()
+    else:
+        with device:  # create directly on the device: a full-size CPU randn takes seconds
+            inputs = task_module.get_inputs()
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    if distribution == "task":
+        return inputs
+    gen = _generator(device, seed ^ 0x5BD1E995)
+    return [perturb(x, distribution, gen) for x in inputs]
+
+
+def clone_inputs(inputs: list[Any]) -> list[Any]:
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def storage_ptrs(values: Any) -> set[int]:
+    """Data pointers of the storages behind every tensor in ``values`` (lists, dicts, modules)."""
+    ptrs: set[int] = set()
+
+    def visit(v: Any) -> None:
+        if isinstance(v, torch.Tensor):
+            if v.device.type != "meta" and v.untyped_storage().nbytes() > 0:
+                ptrs.add(v.untyped_storage().data_ptr())
+        elif isinstance(v, (list, tuple)):
+            for item in v:
+                visit(item)
+        elif isinstance(v, dict):
+            for item in v.values():
+                visit(item)
+        elif isinstance(v, torch.nn.Module):
+            for t in v.state_dict(keep_vars=True).values():
+                visit(t)
+
+    visit(values)
+    return ptrs
+
+
+class OutputProblem(Exception):
+    """A check on the candidate's output failed; ``kind`` is an ErrorType value."""
+
+    def __init__(self, kind: str, message: str, **metrics: Any) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.metrics = metrics
+
+
+def flatten_outputs(cand: Any, ref: Any) -> list[tuple[torch.Tensor, torch.Tensor, str]]:
+    """Pair candidate and reference output tensors; raises OutputProblem on a structure mismatch."""
+    if isinstance(ref, (tuple, list)):
+        if not isinstance(cand, (tuple, list)):
+            raise OutputProblem(
+                "wrong_output_type", f"forward must return a {type(ref).__name__} of {len(ref)} tensors, got {_kind(cand)}"
+            )
+        if len(cand) != len(ref):
+            raise OutputProblem(
+                "shape_mismatch", f"forward returned {len(cand)} outputs, the reference returns {len(ref)}"
+            )
+        pairs = []
+        for i, (c, r) in enumerate(zip(cand, ref)):
+            pairs.extend((cc, rr, f"output[{i}]" + label[6:]) for cc, rr, label in flatten_outputs(c, r))
+        return pairs
+    if not isinstance(ref, torch.Tensor):
+        ref = torch.as_tensor(ref)
+        if isinstance(cand, (int, float, bool)):
+            cand = torch.as_tensor(cand)
+    if type(cand) is not torch.Tensor:
+        raise OutputProblem(
+            "wrong_output_type",
+            f"forward must return exactly a torch.Tensor, got {_kind(cand)}",
+        )
+    return [(cand, ref, "output")]
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"an instance of {type(value).__name__} (a tensor subclass)"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    return f"a value of type {type(value).__name__}"
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    max_abs_err: float
+    max_rel_err: float
+    bad_count: int = 0
+    first_bad_index: list[int] = field(default_factory=list)
+    cand_value: float | None = None
+    ref_value: float | None = None
+    nonfinite: bool = False
+
+
+def compare(cand: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> Comparison:
+    """Element-wise tolerance check in float64 (shapes must already match)."""
+    c = cand.detach().to(torch.float64)
+    r = ref.detach().to(device=c.device, dtype=torch.float64)
+    if c.numel() == 0:
+        return Comparison(True, 0.0, 0.0)
+    finite_r = torch.isfinite(r)
+    finite_c = torch.isfinite(c)
+    diff = (c - r).abs()
+    within = diff <= atol + rtol * r.abs()
+    same_special = (c == r) | (torch.isnan(c) & torch.isnan(r))
+    good = torch.where(finite_r, within & finite_c, same_special)
+    both = finite_r & finite_c
+    if bool(both.any()):
+        d = torch.where(both, diff, torch.zeros_like(diff))
+        max_abs = float(d.max())
+        rel = d / r.abs().clamp_min(torch.finfo(torch.float64).tiny)
+        max_rel = float(torch.where(both, rel, torch.zeros_like(rel)).max())
+    else:
+        max_abs = max_rel = 0.0
+    bad = ~good
+    bad_count = int(bad.sum())
+    if bad_count == 0:
+        return Comparison(True, max_abs, max_rel)
+    flat = int(torch.nonzero(bad.reshape(-1))[0, 0])
+    index = _unravel(flat, tuple(c.shape))
+    nonfinite = bool((finite_r & ~finite_c).any())
+    if nonfinite:
+        max_abs = max_rel = float("inf")
+    return Comparison(
+        False,
+        max_abs,
+        max_rel,
+        bad_count=bad_count,
+        first_bad_index=list(index),
+        cand_value=float(c.reshape(-1)[flat]),
+        ref_value=float(r.reshape(-1)[flat]),
+        nonfinite=nonfinite,
+    )
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    index = []
+    for size in reversed(shape):
+        index.append(flat % size if size else 0)
+        flat = flat // size if size else 0
+    return tuple(reversed(index))
+
+
+def outputs_close(a: Any, b: Any, atol: float, rtol: float) -> bool:
+    """Whether two outputs (tensors or sequences of tensors) agree within tolerance."""
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(outputs_close(x, y, atol, rtol) for x, y in zip(a, b))
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        return False
+    if a.shape != b.shape:
+        return False
+    return compare(a, b, atol, rtol).ok
+
+
+def outputs_identical(a: Any, b: Any) -> bool:
+    """Bitwise equality (NaN equals NaN) of two outputs."""
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(outputs_identical(x, y) for x, y in zip(a, b))
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        return False
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point():
+        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+    return bool(torch.equal(a, b))
+
+
+def all_finite(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return all(all_finite(v) for v in value)
+    if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
+        return bool(torch.isfinite(value).all())
+    return True
+
+
+def detach_copy(value: Any) -> Any:
+    """A private copy of an output (so later calls cannot change what we compare)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (tuple, list)):
+        return type(value)(detach_copy(v) for v in value)
+    return value
+
+
+def inputs_equal(a: list[Any], b: list[Any]) -> list[int]:
+    """Indexes of tensor inputs that differ between two input lists (bitwise, NaN-aware)."""
+    changed = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and not outputs_identical(x, y):
+            changed.append(i)
+    return changed

@@ -1,0 +1,461 @@
+"""Static stage: checks on the candidate's AST, before any of its code runs.
+
+The checker resolves names to dotted paths (``from torch import nn as q`` makes ``q.functional``
+mean ``torch.nn.functional``; ``f = torch.compile`` makes ``f`` mean ``torch.compile``;
+``getattr(torch, "compile")`` means ``torch.compile``) and then applies the policy in
+:mod:`.policy`. Every violation gets one message with its line number. Python-level compute
+in ``forward`` is only a warning here: the authoritative check is the operator recorder that
+runs in the child.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+
+from ascend_kernel_gym.evaluation import policy
+from ascend_kernel_gym.evaluation.result import ErrorType
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+#: Torch functions whose use in ``forward`` is worth a warning (the recorder decides).
+_COMPUTE_HINT_ROOTS = ("torch.nn.functional.", "torch.")
+_COMPUTE_METHODS = frozenset(
+    {
+        "sum",
+        "mean",
+        "max",
+        "min",
+        "softmax",
+        "log_softmax",
+        "matmul",
+        "mm",
+        "bmm",
+        "relu",
+        "exp",
+        "log",
+        "sqrt",
+        "tanh",
+        "sigmoid",
+        "pow",
+        "norm",
+        "var",
+        "std",
+        "cumsum",
+        "argmax",
+        "argmin",
+        "abs",
+        "clamp",
+        "prod",
+        "addmm",
+        "conv2d",
+        "einsum",
+    }
+)
+_NON_COMPUTE_TORCH = frozenset(
+    {
+        "torch.empty",
+        "torch.empty_like",
+        "torch.empty_strided",
+        "torch.zeros",
+        "torch.zeros_like",
+        "torch.ones",
+        "torch.ones_like",
+        "torch.full",
+        "torch.full_like",
+        "torch.arange",
+        "torch.device",
+        "torch.Size",
+        "torch.Tensor",
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.float32",
+        "torch.float16",
+        "torch.bfloat16",
+        "torch.float64",
+        "torch.int32",
+        "torch.int64",
+        "torch.int8",
+        "torch.bool",
+        "torch.is_tensor",
+        "torch.cat",
+        "torch.stack",
+        "torch.cuda.synchronize",
+        "torch.cuda.current_stream",
+        "torch.cuda.current_device",
+        "torch.cuda.device",
+        "torch.cuda.is_available",
+        "torch.finfo",
+        "torch.iinfo",
+    }
+)
+
+
+@dataclass
+class Violation:
+    """One static-check failure."""
+
+    error_type: ErrorType
+    message: str
+    line: int | None = None
+
+    def render(self) -> str:
+        where = f"line {self.line}: " if self.line else ""
+        return f"{where}{self.message}"
+
+
+@dataclass
+class StaticReport:
+    """What the static stage found."""
+
+    violations: list[Violation] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    kernels: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    @property
+    def error_type(self) -> ErrorType:
+        """The most important violation's type (syntax > forbidden > missing ModelNew > no kernel)."""
+        order = [ErrorType.NO_CODE, ErrorType.SYNTAX, ErrorType.FORBIDDEN, ErrorType.MISSING_MODEL_NEW, ErrorType.NO_TRITON_KERNEL]
+        kinds = {v.error_type for v in self.violations}
+        for kind in order:
+            if kind in kinds:
+                return kind
+        return ErrorType.NONE
+
+    def message(self, limit: int = 12) -> str:
+        lines = [v.render() for v in self.violations[:limit]]
+        if len(self.violations) > limit:
+            lines.append(f"... and {len(self.violations) - limit} more")
+        return "\n".join(lines)
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.aliases: dict[str, str] = {}
+        self.report = StaticReport()
+        self._seen: set[tuple[int | None, str]] = set()
+        self._kernel_depth = 0
+        self._forward_depth = 0
+        self._defined_names: set[str] = set()
+
+    # --- helpers ---------------------------------------------------------------------------
+    def fail(self, node: ast.AST | None, message: str, kind: ErrorType = ErrorType.FORBIDDEN) -> None:
+        line = getattr(node, "lineno", None)
+        key = (line, message)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self.report.violations.append(Violation(kind, message, line))
+
+    def warn(self, node: ast.AST, message: str) -> None:
+        text = f"line {getattr(node, 'lineno', '?')}: {message}"
+        if text not in self.report.warnings:
+            self.report.warnings.append(text)
+
+    def resolve(self, node: ast.AST) -> str | None:
+        """The dotted path an expression refers to, when it is rooted at an import or builtin."""
+        if isinstance(node, ast.Name):
+            if node.id in self.aliases:
+                return self.aliases[node.id]
+            if node.id in _BUILTIN_NAMES and node.id not in self._defined_names:
+                return f"builtins.{node.id}"
+            return None
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value)
+            return f"{base}.{node.attr}" if base else None
+        if isinstance(node, ast.Call) and self.resolve(node.func) == "builtins.getattr" and len(node.args) >= 2:
+            name = node.args[1]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                base = self.resolve(node.args[0])
+                return f"{base}.{name.value}" if base else None
+        return None
+
+    def check_path(self, node: ast.AST, path: str) -> None:
+        """Apply the module / path policy to one resolved dotted path."""
+        parts = path.split(".")
+        root = parts[0]
+        if root == "builtins":
+            name = parts[1] if len(parts) > 1 else ""
+            if name in policy.FORBIDDEN_BUILTINS:
+                self.fail(node, f"`{name}` is forbidden: {policy.FORBIDDEN_BUILTINS[name]}")
+            return
+        if root in policy.FORBIDDEN_MODULES or root not in policy.ALLOWED_IMPORT_ROOTS:
+            self.fail(node, f"module `{root}` is forbidden ({self._allowed_hint()})")
+            return
+        for part in parts[1:]:
+            if part in policy.FORBIDDEN_MODULES:
+                self.fail(node, f"`{path}` reaches the forbidden module `{part}`")
+                return
+            if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
+                self.fail(node, f"`{path}` uses a private API (names starting with `_` are off limits)")
+                return
+        for prefix, reason in policy.FORBIDDEN_PATHS.items():
+            if path == prefix or path.startswith(prefix + "."):
+                self.fail(node, f"`{path}` is forbidden: {reason}")
+                return
+        if root == "operator" and len(parts) > 1 and parts[1] in ("attrgetter", "methodcaller"):
+            self.fail(node, f"`{path}` is forbidden: dynamic attribute access is not allowed")
+
+    @staticmethod
+    def _allowed_hint() -> str:
+        allowed = sorted(policy.ALLOWED_IMPORT_ROOTS - {"__future__"})
+        return "a kernel may import only " + ", ".join(allowed)
+
+    # --- pre-pass: aliases --------------------------------------------------------------------
+    def collect_aliases(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self._defined_names.add(node.name)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self.aliases[alias.asname] = alias.name
+                    else:
+                        root = alias.name.split(".")[0]
+                        self.aliases[root] = root
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    if alias.name != "*":
+                        self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        self._defined_names.add(target.id)
+            elif isinstance(node, ast.arg):
+                self._defined_names.add(node.arg)
+        # Assignments of resolvable paths (``f = torch.compile``), iterated to a fixed point.
+        for _ in range(4):
+            changed = False
+            for node in ast.walk(self.tree):
+                pairs: list[tuple[ast.AST, ast.AST]] = []
+                if isinstance(node, ast.Assign):
+                    pairs = [(t, node.value) for t in node.targets]
+                elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                    pairs = [(node.target, node.value)]
+                for target, value in pairs:
+                    if isinstance(target, ast.Name):
+                        path = self.resolve(value)
+                        if path and self.aliases.get(target.id) != path:
+                            self.aliases[target.id] = path
+                            changed = True
+            if not changed:
+                break
+
+    # --- visitors -----------------------------------------------------------------------------
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self.check_path(node, alias.name)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            self.fail(node, "relative imports are forbidden")
+            return
+        module = node.module or ""
+        self.check_path(node, module)
+        for alias in node.names:
+            if alias.name == "*":
+                self.fail(node, f"`from {module} import *` is forbidden (name every import)")
+            else:
+                self.check_path(node, f"{module}.{alias.name}")
+
+    def visit_Name(self, node: ast.Name) -> None:
+        path = self.resolve(node)
+        if path and path.startswith("builtins."):
+            name = path.split(".", 1)[1]
+            if name in policy.FORBIDDEN_BUILTINS:
+                self.fail(node, f"`{name}` is forbidden: {policy.FORBIDDEN_BUILTINS[name]}")
+            elif name in policy.ATTR_BUILTINS and not getattr(node, "_akg_called", False):
+                self.fail(node, f"`{name}` may only be called directly with a literal attribute name")
+        if self._kernel_depth and path and path.split(".")[0] == "torch":
+            self.fail(node, "PyTorch is used inside a @triton.jit kernel; kernels may use only triton.language")
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        attr = node.attr
+        if attr.startswith("__") and attr.endswith("__") and attr not in policy.SAFE_DUNDER_ATTRS:
+            self.fail(node, f"attribute `{attr}` is forbidden (dunder access is how sandboxes are escaped)")
+        elif attr in policy.FORBIDDEN_ATTRS:
+            self.fail(node, f"attribute `.{attr}` is forbidden: {policy.FORBIDDEN_ATTRS[attr]}")
+        path = self.resolve(node)
+        if path is not None:
+            self.check_path(node, path)
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                self.fail(node, f"assigning to `{path}` is forbidden (monkeypatching libraries is not allowed)")
+            elif self._forward_depth and not self._kernel_depth:
+                self._hint_compute(node, path)
+        elif self._forward_depth and not self._kernel_depth and attr in _COMPUTE_METHODS:
+            parent = getattr(node, "_akg_parent", None)
+            if isinstance(parent, ast.Call) and parent.func is node:
+                self.warn(node, f"`.{attr}()` in forward computes with PyTorch; do that work in your Triton kernel")
+        self.generic_visit(node)
+
+    def _hint_compute(self, node: ast.AST, path: str) -> None:
+        if not path.startswith("torch.") or path in _NON_COMPUTE_TORCH:
+            return
+        parent = getattr(node, "_akg_parent", None)
+        if isinstance(parent, ast.Call) and parent.func is node:
+            last = path.rsplit(".", 1)[-1]
+            if path.startswith("torch.nn.functional.") or last in _COMPUTE_METHODS or last[:1].islower():
+                self.warn(node, f"`{path}` in forward computes with PyTorch; do that work in your Triton kernel")
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func_path = self.resolve(node.func)
+        if isinstance(node.func, ast.Name):
+            node.func._akg_called = True  # type: ignore[attr-defined]
+        if func_path in ("builtins.getattr", "builtins.setattr", "builtins.hasattr"):
+            name = func_path.split(".")[1]
+            if len(node.args) < 2 or not (isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+                self.fail(node, f"`{name}` with a computed attribute name is forbidden; write the attribute out")
+            else:
+                attr = node.args[1].value
+                if attr.startswith("__") and attr.endswith("__") and attr not in policy.SAFE_DUNDER_ATTRS:
+                    self.fail(node, f"`{name}(..., {attr!r})` is forbidden (dunder access)")
+                elif attr in policy.FORBIDDEN_ATTRS:
+                    self.fail(node, f"`{name}(..., {attr!r})` is forbidden: {policy.FORBIDDEN_ATTRS[attr]}")
+                target = self.resolve(node.args[0])
+                if target is not None:
+                    self.check_path(node, f"{target}.{attr}")
+                    if name == "setattr":
+                        self.fail(node, f"`setattr` on `{target}` is forbidden (monkeypatching libraries)")
+        elif func_path == "builtins.type" and len(node.args) == 3:
+            self.fail(node, "creating classes with type(name, bases, dict) is forbidden")
+        if func_path is not None:
+            self.check_path(node, func_path)
+        for child in ast.iter_child_nodes(node):
+            child._akg_parent = node  # type: ignore[attr-defined]
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.MatMult) and self._forward_depth and not self._kernel_depth:
+            self.warn(node, "`@` in forward is a PyTorch matmul; do that work in your Triton kernel")
+        self.generic_visit(node)
+
+    def visit_Try(self, node: ast.Try) -> None:
+        if node.handlers and not all(isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass)) for s in node.body):
+            self.fail(
+                node,
+                "try/except is forbidden outside import fallbacks (an except branch can hide a failing kernel "
+                "behind a PyTorch fallback); let errors surface",
+            )
+        self.generic_visit(node)
+
+    visit_TryStar = visit_Try
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.generic_visit(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for base in node.bases:
+            path = self.resolve(base)
+            name = path.rsplit(".", 1)[-1] if path else (base.id if isinstance(base, ast.Name) else None)
+            if name == "Model" or (path and path.endswith(".Model")):
+                self.fail(node, f"class `{node.name}` subclasses the reference `Model`; write your own nn.Module")
+            if path in ("torch.Tensor", "torch._C.TensorBase", "torch.nn.Parameter"):
+                self.fail(node, f"class `{node.name}` subclasses `{path}`; tensor subclasses are forbidden")
+        for keyword in node.keywords:
+            if keyword.arg == "metaclass":
+                self.fail(node, f"class `{node.name}` sets a metaclass; metaclasses are forbidden")
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in policy.FORBIDDEN_DUNDER_DEFS:
+                self.fail(stmt, f"defining `{stmt.name}` is forbidden")
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        is_kernel = self.is_kernel(node)
+        if is_kernel:
+            self.report.kernels.append(node.name)
+        is_forward = node.name == "forward"
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+        for default in [*node.args.defaults, *node.args.kw_defaults]:
+            if default is not None:
+                self.visit(default)
+        self._kernel_depth += int(is_kernel)
+        self._forward_depth += int(is_forward)
+        for stmt in node.body:
+            self.visit(stmt)
+        self._kernel_depth -= int(is_kernel)
+        self._forward_depth -= int(is_forward)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def is_kernel(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if self.resolve(target) in policy.TRITON_JIT_PATHS:
+                return True
+        return False
+
+    # --- whole-module checks ------------------------------------------------------------------
+    def finish(self) -> None:
+        has_model_new = False
+        for node in self.tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
+                has_model_new = True
+            elif isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "ModelNew" for t in node.targets
+            ):
+                has_model_new = True
+        if not has_model_new:
+            self.fail(
+                None,
+                "no top-level `class ModelNew(nn.Module)`: define ModelNew with the same __init__ and forward "
+                "signatures as the reference Model",
+                ErrorType.MISSING_MODEL_NEW,
+            )
+        # ``kernel = triton.jit(fn)`` also counts.
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call) and self.resolve(node.func) in policy.TRITON_JIT_PATHS and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.Name):
+                    self.report.kernels.append(arg.id)
+        if not self.report.kernels:
+            self.fail(
+                None,
+                "no Triton kernel: decorate at least one function with @triton.jit and launch it from "
+                "ModelNew.forward as kernel[grid](...)",
+                ErrorType.NO_TRITON_KERNEL,
+            )
+
+
+def _set_parents(tree: ast.AST) -> None:
+    for parent in ast.walk(tree):
+        for child in ast.iter_child_nodes(parent):
+            child._akg_parent = parent  # type: ignore[attr-defined]
+
+
+def check_source(code: str) -> StaticReport:
+    """Run the static stage on candidate source. Never raises on bad input."""
+    if not code or not code.strip():
+        report = StaticReport()
+        report.violations.append(Violation(ErrorType.NO_CODE, "no code was submitted"))
+        return report
+    try:
+        tree = ast.parse(code, filename="kernel.py")
+    except SyntaxError as exc:
+        report = StaticReport()
+        detail = exc.msg or "invalid syntax"
+        if exc.text:
+            detail += f": {exc.text.strip()[:120]}"
+        report.violations.append(Violation(ErrorType.SYNTAX, f"syntax error: {detail}", exc.lineno))
+        return report
+    except (ValueError, RecursionError, MemoryError) as exc:
+        report = StaticReport()
+        report.violations.append(Violation(ErrorType.SYNTAX, f"could not parse the code ({type(exc).__name__})"))
+        return report
+    checker = _Checker(tree)
+    try:
+        _set_parents(tree)
+        checker.collect_aliases()
+        for stmt in tree.body:
+            checker.visit(stmt)
+        checker.finish()
+    except RecursionError:
+        checker.fail(None, "the code is nested too deeply to check")
+    return checker.report

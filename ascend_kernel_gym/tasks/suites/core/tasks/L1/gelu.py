@@ -1,0 +1,34 @@
+import torch
+import torch.nn as nn
+
+TASK = {
+    "level": 1,
+    "category": "activation",
+    "description": "Elementwise exact GELU (the erf form, x * 0.5 * (1 + erf(x / sqrt(2))), PyTorch's default) "
+    "over a 2-D float32 tensor.",
+    "dtype": "float32",
+    "atol": 1e-4,
+    "rtol": 1e-4,
+    "profiles": {"full": {"batch_size": 4096, "dim": 16384}, "small": {"batch_size": 8, "dim": 1531}},
+}
+
+batch_size = 4096
+dim = 16384
+
+
+class Model(nn.Module):
+    """Applies GELU (exact, erf-based) elementwise."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(x)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
