@@ -1,4 +1,4 @@
-"""A scripted agent: a broken first attempt, then the task's reference Triton solution.
+"""A scripted agent: a wrong first attempt, then the task's reference Triton solution.
 
 It prints each turn's result, score and reward; in the default ``improvement`` mode the
 rewards add up to the best score reached. Runs on the CPU interpreter in a few seconds::
@@ -17,7 +17,7 @@ from rich.table import Table
 import ascend_kernel_gym  # noqa: F401 - registers AscendTriton-v0
 from ascend_kernel_gym.tasks import get_task
 
-BROKEN = """I'll start simple.
+BROKEN = """I'll start with an element-wise kernel (it clamps the wrong side, so the values are wrong).
 ```python
 import torch
 import torch.nn as nn
@@ -28,12 +28,20 @@ import triton.language as tl
 @triton.jit
 def kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets) +, mask=offsets < n)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    tl.store(out_ptr + offsets, tl.minimum(x, 0.0), mask=mask)
 
 
 class ModelNew(nn.Module):
-    def forward(self, x):
-        return x
+    def __init__(self, *args):
+        super().__init__()
+
+    def forward(self, x, *args):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+        return out
 ```
 """
 
@@ -67,7 +75,7 @@ def main() -> None:
     console = Console()
     console.print(table)
     console.print(f"return {total:.3f} == best score {info['best_score']:.3f}")
-    console.print("feedback after the broken attempt:\n" + info["messages"][3]["content"], markup=False)
+    print("\nfeedback after the broken attempt:\n" + info["messages"][3]["content"])
 
 
 if __name__ == "__main__":

@@ -65,9 +65,12 @@ class KernelChoiceWrapper(gym.Wrapper):
 
     ## Observation Space
 
-    The wrapped env's Text space. With ``short_prompt=True`` the context is replaced by a short
-    one (system line; ``# Task <id>``, the description and the labels; after each turn the
-    answer as written and a one-line result), which keeps contexts small for tiny models.
+    The wrapped env's Text space. The assistant messages hold the answers as written (not the
+    submitted kernels). With ``short_prompt=True`` the system and task messages are replaced by
+    short ones (``# Task <id>``, the description and the labels), and with ``short_feedback=True``
+    each feedback message by a one-line result; both keep contexts small for tiny models. The
+    env's real feedback (kept by default) makes the context grow by a few hundred tokens per
+    turn, so a compaction budget of about a thousand tokens gives episodes of several segments.
 
     ## Rewards
 
@@ -85,7 +88,8 @@ class KernelChoiceWrapper(gym.Wrapper):
       default :func:`default_choices`.
     * ``labels`` (str, ``"ABCDEFGH"``): labels, the first ``n`` are used.
     * ``seed`` (int, 0): seeds the per-task shuffle of answers to labels.
-    * ``short_prompt`` (bool, True): replace the context by the short one described above.
+    * ``short_prompt`` (bool, True): replace the system and task messages by short ones.
+    * ``short_feedback`` (bool, False): replace each feedback message by a one-line result.
     """
 
     def __init__(
@@ -95,6 +99,7 @@ class KernelChoiceWrapper(gym.Wrapper):
         labels: str = "ABCDEFGH",
         seed: int = 0,
         short_prompt: bool = True,
+        short_feedback: bool = False,
     ) -> None:
         super().__init__(env)
         for attr in ("set_messages", "render_observation"):
@@ -106,6 +111,7 @@ class KernelChoiceWrapper(gym.Wrapper):
         self.labels = labels
         self.seed = seed
         self.short_prompt = short_prompt
+        self.short_feedback = short_feedback
         self._cache: dict[str, list[KernelChoice]] = {}
         self.options: list[KernelChoice] = []
 
@@ -171,16 +177,18 @@ class KernelChoiceWrapper(gym.Wrapper):
         obs, reward, terminated, truncated, info = self.env.step(submitted)
         label = None if index is None else self.labels[index]
         kind = None if index is None else self.options[index].kind
-        if self.short_prompt:
-            base = self.env.unwrapped
-            messages = [dict(m) for m in base.messages]
+        base = self.env.unwrapped
+        messages = [dict(m) for m in base.messages]
+        messages[-2] = {"role": "assistant", "content": action if isinstance(action, str) else str(action or "")}
+        if self.short_feedback:
             score = info.get("score")
             score_text = f"{score:.2f}" if isinstance(score, (int, float)) else "n/a"
-            messages[-2] = {"role": "assistant", "content": action if isinstance(action, str) else str(action or "")}
-            messages[-1] = {"role": "user", "content": f"Result of turn {info.get('turn')}: {label or 'no answer'} "
-                                                      f"scored {score_text}."}
-            base.set_messages(messages)
-            obs = base.render_observation()
-            info["messages"] = messages
+            messages[-1] = {
+                "role": "user",
+                "content": f"Result of turn {info.get('turn')}: {label or 'no answer'} scored {score_text}.",
+            }
+        base.set_messages(messages)
+        obs = base.render_observation()
+        info["messages"] = messages
         info["choice"] = {"answer": label, "kind": kind, "correct": self.correct_label()}
         return obs, reward, terminated, truncated, info

@@ -131,9 +131,9 @@ class HFPolicy(Policy):
                 dtype = getattr(torch, dtype)
             model_obj = _load_model(path, dtype, trust_remote_code)
             if tokenizer is None:
-                from transformers import AutoTokenizer
+                from ascend_kernel_gym.agents.local_lm import load_tokenizer
 
-                tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+                tokenizer = load_tokenizer(path)
             if device is None:
                 device = "cuda" if torch.cuda.is_available() else "cpu"
             self.name = name or Path(path).name

@@ -22,10 +22,10 @@ from typing import Any
 
 #: ChatML, the template of the Qwen family; generation prompt ``<|im_start|>assistant\n``.
 CHATML_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+    r"{% for message in messages %}"
+    r"{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    r"{% endfor %}"
+    r"{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 SPECIAL_TOKENS = ("<|pad|>", "<|im_start|>", "<|im_end|>", "<|unk|>")
 
@@ -173,6 +173,29 @@ def build_random_causal_lm(
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(cfg)
     return model
+
+
+def load_tokenizer(path: str | Path) -> Any:
+    """Load a tokenizer from a local directory (nothing downloaded).
+
+    A generic fast tokenizer (as :func:`build_char_tokenizer` / :func:`build_bpe_tokenizer` save) is
+    loaded as exactly that: ``AutoTokenizer`` would pick the class of the model type in
+    ``config.json`` and, in transformers >= 5, rebuild its pre-tokenizer.
+    """
+    import json
+
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    directory = Path(path).expanduser()
+    config_file = directory / "tokenizer_config.json"
+    if config_file.is_file():
+        try:
+            tokenizer_class = json.loads(config_file.read_text(encoding="utf-8")).get("tokenizer_class")
+        except (OSError, ValueError):
+            tokenizer_class = None
+        if tokenizer_class in ("TokenizersBackend", "PreTrainedTokenizerFast"):
+            return PreTrainedTokenizerFast.from_pretrained(str(directory), local_files_only=True)
+    return AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
 
 
 def save_local_model(model: Any, tokenizer: Any, path: str | Path) -> Path:

@@ -256,7 +256,7 @@ def collect_rollouts(
                 batch.episodes.append(episode)
                 seg = _segment_info(info)
                 state = _Live(env=env, episode=episode, episode_index=index, messages=_messages(info, []),
-                              segment=int(seg.get("index", 0)))
+                              segment=int(seg.get("next_index", seg.get("index", 0))))
                 if not state.messages:
                     raise RuntimeError("env.reset returned no info['messages']: the env contract requires them")
                 _open_stream(state, batch, token_policy)
@@ -383,7 +383,8 @@ def _record_step(
         episode.truncated = episode.truncated or (not terminated and state.steps >= max_steps)
         return
     new_messages = _messages(info, state.messages)
-    new_segment = int(seg.get("index", state.segment))
+    # ``next_index`` is the segment of the returned observation (``index`` is the turn's own segment).
+    new_segment = int(seg.get("next_index", seg.get("index", state.segment)))
     state.messages = new_messages
     delta: str | None = None
     if new_segment == stream.segment and policy is not None:

@@ -41,22 +41,18 @@ CHECKPOINT_PREFIX = "checkpoint-"
 
 def build_tokenizer(config: SegmentGRPOConfig) -> Any:
     """The tokenizer named by ``config.tokenizer`` (``auto`` resolves to ``char`` for random models)."""
-    from ascend_kernel_gym.agents.local_lm import build_bpe_tokenizer, build_char_tokenizer
+    from ascend_kernel_gym.agents.local_lm import build_bpe_tokenizer, build_char_tokenizer, load_tokenizer
 
     name = config.tokenizer
     if name == "auto":
         if config.model_name_or_path:
-            from transformers import AutoTokenizer
-
-            return AutoTokenizer.from_pretrained(config.model_name_or_path, local_files_only=True)
+            return load_tokenizer(config.model_name_or_path)
         name = "char"
     if name == "char":
         return build_char_tokenizer()
     if name == "bpe":
         return build_bpe_tokenizer()
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(Path(name).expanduser()), local_files_only=True)
+    return load_tokenizer(name)
 
 
 def build_policy(config: SegmentGRPOConfig) -> HFPolicy:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -11,8 +12,9 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 from gymnasium import spaces
+from gymnasium.envs.registration import EnvSpec
 
-from ascend_kernel_gym.envs.evaluator_client import EvaluatorClient, evaluator_id_of
+from ascend_kernel_gym.envs.evaluator_client import EvaluatorClient, SharedEvaluatorRef, evaluator_id_of
 from ascend_kernel_gym.envs.extract import extract_code
 from ascend_kernel_gym.envs.rewards import (
     PRESETS,
@@ -116,6 +118,7 @@ class AscendTritonEnv(gym.Env[str, str]):
     metadata = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012 - Gymnasium's convention
     #: Names of the built-in reward presets.
     reward_presets = tuple(PRESETS)
+    _spec: EnvSpec | None = None
 
     def __init__(
         self,
@@ -223,6 +226,19 @@ class AscendTritonEnv(gym.Env[str, str]):
 
             self._evaluator = get_shared_evaluator(self.backend, **self.evaluator_options)
         return self._evaluator
+
+    @property
+    def spec(self) -> EnvSpec | None:  # type: ignore[override]
+        """The ``EnvSpec`` ``gym.make`` built; an evaluator object in its kwargs is shared, not copied."""
+        return self._spec
+
+    @spec.setter
+    def spec(self, value: EnvSpec | None) -> None:
+        evaluator = value.kwargs.get("evaluator") if value is not None else None
+        if evaluator is not None and not isinstance(evaluator, (str, EvaluatorClient, SharedEvaluatorRef)):
+            # Gymnasium deep-copies specs (Wrapper.spec, EnvSpec.make); a worker pool must be shared instead.
+            value = dataclasses.replace(value, kwargs={**value.kwargs, "evaluator": SharedEvaluatorRef(evaluator)})
+        self._spec = value
 
     @property
     def task(self) -> Task | None:
@@ -537,6 +553,8 @@ def _coerce_action(action: Any) -> str:
 def _coerce_evaluator(evaluator: Any) -> Any:
     if evaluator is None:
         return None
+    if isinstance(evaluator, SharedEvaluatorRef):
+        evaluator = evaluator.target
     if isinstance(evaluator, str):
         return EvaluatorClient(evaluator)
     if not callable(getattr(evaluator, "evaluate", None)):

@@ -35,7 +35,7 @@ from typing import Any
 
 from ascend_kernel_gym.evaluation.result import EvalRequest, EvalResult
 
-__all__ = ["EvaluatorClient", "EvaluatorServer", "evaluator_id_of", "parse_address"]
+__all__ = ["EvaluatorClient", "EvaluatorServer", "SharedEvaluatorRef", "evaluator_id_of", "parse_address"]
 
 Address = tuple[str, int]
 
@@ -61,6 +61,37 @@ def evaluator_id_of(evaluator: Any) -> str:
     if isinstance(own, str) and own:
         return own
     return f"{socket.gethostname()}:{os.getpid()}:{id(evaluator):x}"
+
+
+class SharedEvaluatorRef:
+    """A reference to an evaluator object that ``copy.deepcopy`` shares instead of copying.
+
+    ``gym.make`` keeps its keyword arguments in ``env.spec.kwargs`` and Gymnasium deep-copies
+    that spec (``Wrapper.spec``, ``EnvSpec.make()``). A pool of worker processes must not be
+    copied (and usually cannot be: it holds locks), so the env stores a given evaluator in its
+    spec behind this reference: copies of the spec, and envs made from them, use the same pool.
+    Pickling pickles the target itself.
+    """
+
+    __slots__ = ("target",)
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SharedEvaluatorRef:
+        return self
+
+    def __copy__(self) -> SharedEvaluatorRef:
+        return self
+
+    def __reduce__(self) -> tuple[Any, tuple[Any]]:
+        return SharedEvaluatorRef, (self.target,)
+
+    def __repr__(self) -> str:
+        return f"SharedEvaluatorRef({self.target!r})"
+
+    def evaluate(self, request: EvalRequest) -> EvalResult:
+        return self.target.evaluate(request)
 
 
 class EvaluatorServer:

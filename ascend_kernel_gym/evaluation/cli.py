@@ -1,9 +1,120 @@
-"""`akg check` (being built)."""
+"""``akg check FILE --task ID_OR_PATH``: evaluate one kernel file against one task.
+
+Exit status is 0 whenever the check ran, whatever the verdict (use ``--json`` and read
+``correct`` / ``error_type`` to script on the verdict); 2 on misuse (unknown task, missing file).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
+
+from ascend_kernel_gym.evaluation.result import EvalResult
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    return None
+    parser = subparsers.add_parser(
+        "check",
+        help="check one Triton kernel file against a task (static, compile, correctness, speed)",
+        description="Evaluate FILE (a module defining ModelNew and its @triton.jit kernels) against a bundled "
+        "task id or a KernelBench-format task file.",
+    )
+    parser.add_argument("file", metavar="FILE", help="the candidate's Python file")
+    parser.add_argument("--task", required=True, metavar="ID_OR_PATH", help="task id (core/L1/relu) or a task file")
+    parser.add_argument("--backend", default="auto", help="auto, interpreter, cuda or npu (default: auto)")
+    parser.add_argument("--profile", default=None, help="shape profile (default: small on the interpreter, else full)")
+    parser.add_argument("--trials", type=int, default=5, help="correctness trials (default: 5)")
+    parser.add_argument("--timeout", type=float, default=None, help="wall-clock limit in seconds")
+    parser.add_argument("--seed", type=int, default=None, help="fix the hidden input seeds (reproducible runs)")
+    parser.add_argument("--no-perf", action="store_true", help="skip the profiling stage")
+    parser.add_argument(
+        "--ascend-checks",
+        default="warn",
+        choices=("off", "warn", "enforce"),
+        help="Ascend rule checks: off, warn (default) or enforce (violations fail the check)",
+    )
+    parser.add_argument("--ascend-profile", default="910B3", help="Ascend chip profile for checks and estimates")
+    parser.add_argument("--json", action="store_true", help="print the EvalResult as JSON")
+    parser.set_defaults(func=_cmd_check, command="check")
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from ascend_kernel_gym.evaluation.evaluator import Evaluator
+    from ascend_kernel_gym.evaluation.feedback import render_feedback
+    from ascend_kernel_gym.evaluation.result import EvalRequest
+    from ascend_kernel_gym.tasks.suite import get_task
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    code = path.read_text(encoding="utf-8", errors="replace")
+    task = get_task(args.task)
+    if args.trials < 1:
+        raise ValueError("--trials must be >= 1")
+    request = EvalRequest(
+        task=task,
+        code=code,
+        profile=args.profile,
+        num_trials=args.trials,
+        measure_performance=not args.no_perf,
+        timeout_s=args.timeout,
+        seed=args.seed,
+    )
+    with Evaluator(
+        backend=args.backend,
+        workers=1,
+        cache=False,
+        ascend_checks=args.ascend_checks,
+        ascend_profile=args.ascend_profile,
+    ) as evaluator:
+        if not args.json:
+            from rich.console import Console
+
+            with Console(stderr=True).status(f"checking {path.name} against {task.id} on {evaluator.backend} ..."):
+                result = evaluator.evaluate(request)
+        else:
+            result = evaluator.evaluate(request)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, sort_keys=True))
+    else:
+        _print_table(result, path.name)
+        print()
+        print(render_feedback(result))
+    return 0
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}g}"
+
+
+def _print_table(result: EvalResult, name: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    verdict = "[green]correct[/green]" if result.ok else ("[red]hack[/red]" if result.hack else "[red]failed[/red]")
+    table = Table(title=f"akg check {name}", show_header=False)
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    rows = [
+        ("task", result.task_id),
+        ("backend / profile", f"{result.backend} / {result.profile}"),
+        ("device", result.device or "-"),
+        ("verdict", verdict),
+        ("error type", result.error_type.value),
+        ("stage reached", result.stage.value),
+        ("trials passed", f"{result.trials_passed}/{result.trials_total}"),
+        ("max abs / rel error", f"{_fmt(result.max_abs_err)} / {_fmt(result.max_rel_err)}"),
+        ("reference ms", _fmt(result.ref_ms)),
+        ("kernel ms", _fmt(result.kernel_ms)),
+        ("speedup", "-" if result.speedup is None else f"{result.speedup:.3f}x"),
+        ("kernels launched", ", ".join(sorted({launch.kernel for launch in result.launches})) or "-"),
+        ("torch ops in forward", ", ".join(result.torch_ops) or "-"),
+        ("seconds", ", ".join(f"{k} {v:.2f}" for k, v in result.stage_durations.items())),
+    ]
+    if result.estimate:
+        rows.append(("estimate (cost model)", json.dumps(result.estimate, default=str)[:300]))
+    for key, value in rows:
+        table.add_row(key, str(value))
+    Console(file=sys.stdout).print(table)

@@ -69,6 +69,12 @@ _FS_EVENTS = {
 }
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _CANDIDATE_ONLY_EVENTS = ("ctypes.", "exec", "compile", "code.__new__", "function.__new__")
+_WATCHED = frozenset(
+    {"open", "subprocess.Popen", "import", "object.__setattr__", "object.__delattr__", *_PROCESS_EVENTS, *_FS_EVENTS}
+)
+_WATCHED_PREFIXES = ("socket.", *_CANDIDATE_ONLY_EVENTS)
+#: Frequent events that never matter (checked first, for speed).
+_IGNORED = frozenset({"object.__getattr__", "sys._getframe", "builtins.id", "marshal.loads", "os.listdir", "os.scandir"})
 
 
 def _stdlib_dirs() -> tuple[str, ...]:
@@ -170,19 +176,9 @@ class SandboxGuard:
         self.on_violation(message)
 
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
-        if not self.active or self._busy:
+        if event in _IGNORED or not self.active or self._busy:
             return
-        if not (
-            event == "open"
-            or event.startswith("socket.")
-            or event in _PROCESS_EVENTS
-            or event == "subprocess.Popen"
-            or event in _FS_EVENTS
-            or event == "import"
-            or event == "object.__setattr__"
-            or event == "object.__delattr__"
-            or event.startswith(_CANDIDATE_ONLY_EVENTS)
-        ):
+        if not (event in _WATCHED or event.startswith(_WATCHED_PREFIXES)):
             return
         self._busy = True
         try:

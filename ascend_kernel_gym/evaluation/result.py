@@ -148,6 +148,8 @@ class EvalResult:
     stage_durations: dict[str, float] = field(default_factory=dict)
     device: str = ""
     cache_hit: bool = False
+    #: The tail of what the candidate printed (stdout and stderr), scrubbed of harness paths.
+    output_tail: str = ""
 
     @property
     def ok(self) -> bool:

@@ -449,6 +449,10 @@ def check_source(code: str) -> StaticReport:
         report = StaticReport()
         report.violations.append(Violation(ErrorType.SYNTAX, f"could not parse the code ({type(exc).__name__})"))
         return report
+    if not tree.body:
+        report = StaticReport()
+        report.violations.append(Violation(ErrorType.NO_CODE, "the code has no statements (only comments or blank lines)"))
+        return report
     checker = _Checker(tree)
     try:
         _set_parents(tree)

@@ -3,7 +3,8 @@
 1. Every entry's trigger regexes are matched (case-insensitively) against the error text
    (``trigger_text``, by default the query itself). Entries with a hit come first, ordered by
    the length of the longest text a trigger matched (a long literal error message is more
-   specific than a short keyword), then by dense similarity.
+   specific than a short keyword), then by dense similarity. Triggers on the evaluator's typed
+   error (``error_type: <value>``) count as the least specific.
 2. The remaining slots are filled by dense similarity (cosine, sentence-transformers + faiss),
    optionally above ``min_score``.
 

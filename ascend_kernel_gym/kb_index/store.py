@@ -48,6 +48,9 @@ REQUIRED_KEYS = ("id", "title", "tags", "source")
 OPTIONAL_KEYS = ("triggers", "version")
 ALLOWED_KEYS = frozenset(REQUIRED_KEYS + OPTIONAL_KEYS)
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+#: Triggers starting with this prefix match the evaluator's typed error, which the KB wrapper appends
+#: to the error text as ``error_type: <value>``; they rank after triggers on the message itself.
+TYPED_ERROR_PREFIX = "error_type:"
 #: Flags every trigger is compiled with.
 TRIGGER_FLAGS = re.IGNORECASE | re.MULTILINE
 _FRONT_MATTER_RE = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*\r?\n(.*)\Z", re.DOTALL)
@@ -65,9 +68,14 @@ class TriggerMatch:
     matched: str
 
     @property
+    def generic(self) -> bool:
+        """A trigger on the evaluator's typed error (``error_type: <value>``) rather than on message text."""
+        return self.pattern.startswith(TYPED_ERROR_PREFIX)
+
+    @property
     def specificity(self) -> int:
-        """Length of the matched text (capped): longer literal matches are more specific."""
-        return min(len(self.matched), 80)
+        """Length of the matched text (capped); typed-error triggers rank below message triggers."""
+        return 0 if self.generic else min(len(self.matched), 80)
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,8 @@ class ReferencePolicy(TaskAwarePolicy):
     """
 
     name = "reference"
+    #: Answers are instant: no point waiting for a generation batch to fill up.
+    batch_wait_s = 0.0
 
     def __init__(self, tasks: Sequence[Task]) -> None:
         super().__init__(tasks)

@@ -87,6 +87,11 @@ def _register_verify(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--workers", type=int, default=None, help="evaluator workers (default: evaluator's default)")
     p.add_argument("--timeout", type=float, default=None, help="per-kernel time limit in seconds")
+    p.add_argument(
+        "--allow-suite-change",
+        action="store_true",
+        help="accept a suite whose other task files changed, as long as the submission's own task files match",
+    )
     p.add_argument("--report", default=None, metavar="FILE", help="also write the verification report as JSON")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
     p.set_defaults(func=cmd_verify)
@@ -207,6 +212,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             workers=args.workers,
             timeout_s=args.timeout,
             progress=not args.json,
+            allow_suite_change=args.allow_suite_change,
         )
     except SubmissionError as exc:
         print(f"REJECTED: {exc}")
@@ -228,7 +234,8 @@ def print_verification(report: Any) -> None:
     console = Console()
     if report.tasks:
         table = Table(title="akg verify: claims vs local re-run")
-        for column in ("task", "claimed", "local", "speedup (claimed / local)", "speed", "verdict"):
+        table.add_column("task", no_wrap=True)
+        for column in ("claimed", "local", "speedup claimed/local", "speed", "verdict"):
             table.add_column(column, overflow="fold")
         for verdict in report.tasks:
             claimed, local = verdict.claimed, verdict.local or {}

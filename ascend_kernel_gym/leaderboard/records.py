@@ -100,9 +100,14 @@ class ResultsWriter:
         self._lock = threading.Lock()
 
     def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(json_safe(record), sort_keys=True, allow_nan=False)
-        with self._lock, self.path.open("a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+        line = (json.dumps(json_safe(record), sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
+        with self._lock, self.path.open("a+b") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() > 0:
+                handle.seek(-1, os.SEEK_END)
+                if handle.read(1) != b"\n":  # a half-written line from a killed run: end it first
+                    line = b"\n" + line
+            handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())
 

@@ -129,7 +129,8 @@ def render_table(report: dict[str, Any]) -> None:
     console = Console()
     n_levels = len(report["metrics"]["by_level"])
     overall = report["metrics"]["overall"]
-    outcome_keys = ["compile_rate", "correct_rate", "hack_rate"]
+    outcome_keys = ["compile_rate", "correct_rate"] + ([] if overall["speedup_measured"] else [fast_key(0.0)])
+    outcome_keys += ["hack_rate"]
     outcome_keys += [f"pass@{k}" for k in pass_at_k_values(int(report.get("samples") or 1))]
     tables = [("outcomes", outcome_keys)]
     if overall["speedup_measured"]:

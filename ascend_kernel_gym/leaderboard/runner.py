@@ -36,6 +36,8 @@ from ascend_kernel_gym.leaderboard.records import (
 )
 from ascend_kernel_gym.tasks.task import Task
 
+#: Default longest wait for a generation batch to fill up (seconds).
+DEFAULT_BATCH_WAIT_S = 0.5
 #: Config fields that must match when a run directory is resumed.
 RESUME_KEYS = ("agent", "suite", "split", "backend", "turns", "reward")
 
@@ -58,8 +60,12 @@ class EvalConfig:
     workers: int = field(default=0, metadata={"help": "Episodes in flight at once (0: number of CPU cores, >= 2)."})
     reward: str = field(default="default", metadata={"help": "Reward preset of the environment."})
     seed: int = field(default=0, metadata={"help": "Base seed; episode seeds derive from it, the task and sample."})
-    batch_wait_s: float = field(
-        default=0.5, metadata={"help": "Longest wait for more live episodes to join a generation batch."}
+    batch_wait_s: float | None = field(
+        default=None,
+        metadata={
+            "help": "Longest wait (s) for more live episodes to join a generation batch; None: the policy's "
+            "`batch_wait_s` attribute if it has one (0 for scripted policies), else 0.5."
+        },
     )
     env_kwargs: dict[str, Any] = field(
         default_factory=dict, metadata={"help": "Extra keyword arguments for the environment constructor."}
@@ -464,7 +470,10 @@ def run_eval(
     writer = ResultsWriter(run_dir)
     workers = config.workers or max(2, os.cpu_count() or 1)
     workers = max(1, min(workers, len(pending) or 1))
-    batcher = GenerationBatcher(policy, config.batch_wait_s, workers=workers, episodes=len(pending))
+    wait_s = config.batch_wait_s
+    if wait_s is None:
+        wait_s = float(getattr(policy, "batch_wait_s", DEFAULT_BATCH_WAIT_S))
+    batcher = GenerationBatcher(policy, wait_s, workers=workers, episodes=len(pending))
     runner = _EpisodeRunner(config, backend, env_factory or default_env_factory, batcher, str(agent_meta["name"]))
     counts = {"run": 0, "failed": 0, "correct": 0}
     counts_lock = threading.Lock()

@@ -122,7 +122,8 @@ STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem; color: #1d1d1f; }
 h1 { font-size: 1.5rem; margin-bottom: 0.25rem; }
 p.sub { color: #555; margin-top: 0; }
-table { border-collapse: collapse; margin: 1rem 0; font-size: 0.9rem; }
+table { border-collapse: collapse; margin: 1rem 0; font-size: 0.85rem; }
+.scroll { overflow-x: auto; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.35rem 0.6rem; text-align: left; vertical-align: top; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 th button { font: inherit; font-weight: 600; background: none; border: none; padding: 0; cursor: pointer; }
@@ -248,7 +249,7 @@ def _index_row(entry: SiteEntry) -> str:
     data = entry.data
     metrics, run_metrics = data["metrics"], data["run_metrics"]
     agent = data["agent"]
-    model = agent.get("model") or agent.get("model_path") or agent.get("class") or ""
+    model = agent.get("model") or agent.get("model_path") or ""
     suite = _suite_label(data)
     cells = [
         f'<td data-sort="{esc(str(agent["name"]).lower())}"><a href="{esc(entry.page)}">{esc(agent["name"])}</a></td>',
@@ -295,12 +296,12 @@ which measures no speed. Click a column to sort; "verified" shows the result of 
 report was published.</p>
 <div class="filters">{_select("backend", "backend", backends)} {_select("suite", "suite", suites)}
 <span><span id="shown-count">{len(entries)}</span> shown</span></div>
-<table id="leaderboard" class="sortable">
+<div class="scroll"><table id="leaderboard" class="sortable">
 <thead><tr>{header}</tr></thead>
 <tbody>
 {rows}
 </tbody>
-</table>"""
+</table></div>"""
     return _page(title, body)
 
 

@@ -114,8 +114,12 @@ def integrity_problems(data: dict[str, Any]) -> list[str]:
     return problems
 
 
-def suite_problems(data: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-    """Compare the submission's suite with the local copy; returns (problems, local tasks by id)."""
+def suite_problems(data: dict[str, Any], *, allow_suite_change: bool = False) -> tuple[list[str], dict[str, Any]]:
+    """Compare the submission's suite with the local copy; returns (problems, local tasks by id).
+
+    With ``allow_suite_change`` a different suite-wide hash (tasks added or changed elsewhere in
+    the suite) is not a problem; the submission's own task files must still match.
+    """
     from ascend_kernel_gym.leaderboard.records import suite_content_hash
     from ascend_kernel_gym.tasks.suite import load_suite
 
@@ -127,10 +131,11 @@ def suite_problems(data: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
     by_id = {t.id: t for t in local}
     problems = []
     local_hash = suite_content_hash(local)
-    if local_hash != data["suite"]["content_sha256"]:
+    if local_hash != data["suite"]["content_sha256"] and not allow_suite_change:
         problems.append(
             f"suite {name!r} content differs: submission {data['suite']['content_sha256'][:12]}, "
-            f"here {local_hash[:12]} (different task files; results are not comparable)"
+            f"here {local_hash[:12]} (different task files, so the split and results may not be comparable; "
+            "--allow-suite-change checks only the submission's own task files)"
         )
     for entry in data["tasks"]:
         task = by_id.get(entry["task_id"])
@@ -200,6 +205,7 @@ def verify_submission(
     workers: int | None = None,
     timeout_s: float | None = None,
     progress: bool = False,
+    allow_suite_change: bool = False,
 ) -> VerificationReport:
     """Verify a submission (see the module docstring for what is checked).
 
@@ -211,6 +217,8 @@ def verify_submission(
         workers: evaluator workers (default: the evaluator's default).
         timeout_s: per-kernel time limit (default: the evaluator's default).
         progress: show a progress bar while re-running.
+        allow_suite_change: accept a different suite-wide content hash as long as the
+            submission's own task files are unchanged (noted in the report).
 
     Raises:
         ValueError: ``speedup_tolerance`` is negative.
@@ -227,13 +235,19 @@ def verify_submission(
         speedup_tolerance=speedup_tolerance,
     )
     problems = integrity_problems(data) if isinstance(data, dict) else ["schema: $: not a JSON object"]
+    local_tasks: dict[str, Any] = {}
     if not problems:
-        more, local_tasks = suite_problems(data)
+        more, local_tasks = suite_problems(data, allow_suite_change=allow_suite_change)
         problems += more
     if problems:
         report.reasons = problems
         report.notes.append("kernels were not re-run: the integrity checks failed")
         return report
+    if allow_suite_change:
+        from ascend_kernel_gym.leaderboard.records import suite_content_hash
+
+        if suite_content_hash(local_tasks.values()) != data["suite"]["content_sha256"]:
+            report.notes.append("the local suite differs from the submission's (allowed); its own task files match")
 
     from ascend_kernel_gym import __version__
     from ascend_kernel_gym.backends.detect import device_info, resolve_backend

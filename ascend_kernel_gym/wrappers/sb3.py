@@ -440,8 +440,9 @@ class KernelChoiceEnv(gym.Env):
     A numeric view of AscendTriton for libraries that cannot handle text (Stable-Baselines3).
     Each episode draws one task from ``tasks``; each step submits one variant of that task's
     bundled reference solution (see :func:`kernel_variants`) to the evaluator and returns its
-    score. Choices differ for real: launch configurations that break a row-wise kernel, an
-    off-by-one mask, a short grid, a PyTorch fallback that the hack detector rejects. Each
+    score. Choices differ for real: launch configurations (block sizes, one program fewer) that
+    suit some kernels and break others, an off-by-one mask, a kernel that is never launched, a
+    PyTorch fallback that the hack detector should reject. Each
     (task, variant) pair is evaluated once per env and memoised (``precompute=True`` does all of
     them up front, in parallel).
 

@@ -25,10 +25,6 @@ class FakeEvaluator:
         self.requests: list[EvalRequest] = []
         self._lock = threading.Lock()
 
-    def __deepcopy__(self, memo: dict) -> FakeEvaluator:
-        # gym's spec.make() deep-copies make() kwargs; an evaluator is shared by reference (like the real one)
-        return self
-
     def evaluate(self, request: EvalRequest) -> EvalResult:
         with self._lock:
             self.requests.append(request)

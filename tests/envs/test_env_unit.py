@@ -316,3 +316,21 @@ def test_evaluator_backend_is_adopted(fake_evaluator) -> None:
     _, info = env.reset(seed=0)
     assert info["backend"] == "interpreter" and info["profile"] == "small"
     assert "Triton's interpreter" in env.messages[1]["content"]
+
+
+def test_evaluator_object_in_gym_make_is_shared_not_copied(fake_evaluator) -> None:
+    """gym.make keeps kwargs in env.spec and Gymnasium deep-copies specs; the pool must be shared."""
+    import warnings
+
+    from gymnasium.utils.env_checker import check_env
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Wrapper.spec warns when the spec cannot be deep-copied
+        env = gym.make("AscendTriton-v0", task_ids=[RELU], evaluator=fake_evaluator)
+        assert env.spec is not None and env.spec.kwargs["task_ids"] == [RELU]
+        again = env.spec.make()
+        check_env(env.unwrapped)
+    assert again.unwrapped.evaluator is fake_evaluator is env.unwrapped.evaluator
+    again.reset(seed=0)
+    again.step(fenced("class ModelNew: pass"))
+    assert len(fake_evaluator.requests) == 1

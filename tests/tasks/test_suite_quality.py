@@ -7,7 +7,9 @@ For each task, whatever its level:
   correctness check (``torch.allclose`` with the task's ``atol`` / ``rtol``);
 * its bundled reference Triton solution (``ModelNew``) matches the reference for several seeds,
   with the reference's parameters loaded into it (``load_state_dict(strict=True)``), launches at
-  least one Triton kernel and leaves its inputs untouched.
+  least one Triton kernel and leaves its inputs untouched;
+* outside its Triton kernels, that solution calls no PyTorch compute: only allocation, views,
+  ``contiguous`` and shape / stride queries.
 
 Tasks are read with ``load_suite("core")``, so tasks added later are checked with no change here.
 """
@@ -23,6 +25,8 @@ import pytest
 torch = pytest.importorskip("torch")
 triton = pytest.importorskip("triton")
 
+from torch.overrides import TorchFunctionMode  # noqa: E402
+
 from ascend_kernel_gym.tasks import load_suite  # noqa: E402
 from ascend_kernel_gym.tasks.runtime import TaskModule, exec_source, instantiate  # noqa: E402
 from ascend_kernel_gym.tasks.task import Task  # noqa: E402
@@ -35,6 +39,20 @@ SOLUTION_CASES = ((0, 100), (1, 101), (2, 102))
 DEPENDENCE_CASES = ((0, 100), (0, 101))
 MIN_TASKS = 40
 MIN_PER_LEVEL = {1: 20, 2: 12, 3: 4}
+#: PyTorch calls a reference solution may make outside its kernels (by method / function name):
+#: allocation, views, ``contiguous``, shape / stride / attribute queries. Anything else is compute.
+ALLOWED_TORCH_CALLS = frozenset(
+    {
+        "__get__", "__getitem__", "__len__", "__format__", "__repr__", "__hash__", "__index__",
+        "contiguous", "is_contiguous", "dim", "ndimension", "numel", "nelement", "size", "stride",
+        "storage_offset", "data_ptr", "element_size", "get_device", "is_floating_point", "detach",
+        "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",
+        "zeros", "zeros_like", "new_zeros",
+        "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze",
+        "expand", "expand_as", "permute", "transpose", "t", "as_strided", "narrow", "select",
+        "split", "chunk", "unbind", "movedim",
+    }
+)  # fmt: skip
 
 TASKS: list[Task] = load_suite(SUITE)
 TASKS_BY_ID = {task.id: task for task in TASKS}
@@ -173,34 +191,65 @@ def test_degenerate_outputs_fail_the_check(task_id: str):
     )
 
 
+class _TorchCallRecorder(TorchFunctionMode):
+    """Counts the PyTorch functions called while active, except inside Triton kernel launches."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: Counter[str] = Counter()
+        self.inside_kernel = 0
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if not self.inside_kernel:
+            self.calls[getattr(func, "__name__", None) or repr(func)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+class _KernelLaunches(list):
+    """Names of the Triton kernels launched (on the interpreter); pauses a recorder during launches."""
+
+    recorder: _TorchCallRecorder | None = None
+
+
 @pytest.fixture
-def kernel_launches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Names of the Triton kernels launched (on the interpreter) while the test runs."""
+def kernel_launches(monkeypatch: pytest.MonkeyPatch) -> _KernelLaunches:
     from triton.runtime.interpreter import InterpretedFunction
 
-    launches: list[str] = []
+    launches = _KernelLaunches()
     original = InterpretedFunction.run
 
     def recording_run(self: Any, *args: Any, **kwargs: Any) -> Any:
         launches.append(getattr(self.fn, "__name__", "?"))
-        return original(self, *args, **kwargs)
+        recorder = launches.recorder
+        if recorder is not None:
+            recorder.inside_kernel += 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            if recorder is not None:
+                recorder.inside_kernel -= 1
 
     monkeypatch.setattr(InterpretedFunction, "run", recording_run)
     return launches
 
 
-@pytest.mark.parametrize("task_id", TASK_IDS)
-def test_reference_solution_matches_reference(task_id: str, kernel_launches: list[str]):
-    task = TASKS_BY_ID[task_id]
+def _solution_model(task_id: str, model_seed: int) -> Any:
+    """``ModelNew`` seeded like the reference, with the reference's state_dict loaded (strict)."""
     tm = _task_module(task_id)
-    solution = _solution_module(task_id)
+    init = _init_inputs(tm, model_seed)
+    ref_model = _make_model(tm.Model, init, model_seed)
+    new_model = _make_model(_solution_module(task_id).ModelNew, init, model_seed)
+    new_model.load_state_dict(ref_model.state_dict(), strict=True)
+    return new_model
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_reference_solution_matches_reference(task_id: str, kernel_launches: _KernelLaunches):
+    task = TASKS_BY_ID[task_id]
     for model_seed, input_seed in SOLUTION_CASES:
         where = f"{task_id} (model seed {model_seed}, input seed {input_seed})"
         inputs, reference = _reference_run(task_id, model_seed, input_seed)
-        init = _init_inputs(tm, model_seed)
-        ref_model = _make_model(tm.Model, init, model_seed)
-        new_model = _make_model(solution.ModelNew, init, model_seed)
-        new_model.load_state_dict(ref_model.state_dict(), strict=True)
+        new_model = _solution_model(task_id, model_seed)
         given = _clone(list(inputs))
         launched_before = len(kernel_launches)
         with torch.no_grad():
@@ -216,3 +265,21 @@ def test_reference_solution_matches_reference(task_id: str, kernel_launches: lis
             if not _close(out, ref, task):
                 err = (out.double() - ref.double()).abs().max().item()
                 pytest.fail(f"{where}: output {index} max abs error {err:.3g} (atol={task.atol}, rtol={task.rtol})")
+
+
+@pytest.mark.parametrize("task_id", TASK_IDS)
+def test_reference_solution_computes_only_in_triton(task_id: str, kernel_launches: _KernelLaunches):
+    model_seed, input_seed = SOLUTION_CASES[0]
+    inputs, _ = _reference_run(task_id, model_seed, input_seed)
+    new_model = _solution_model(task_id, model_seed)
+    given = _clone(list(inputs))
+    recorder = _TorchCallRecorder()
+    kernel_launches.recorder = recorder
+    with torch.no_grad(), recorder:
+        new_model(*given)
+    assert kernel_launches, f"{task_id}: ModelNew launched no Triton kernel"
+    compute = {name: count for name, count in recorder.calls.items() if name not in ALLOWED_TORCH_CALLS}
+    assert not compute, (
+        f"{task_id}: the reference solution calls PyTorch outside its Triton kernels: {compute} "
+        f"(allowed: allocation, views, contiguous, shape/stride queries)"
+    )

@@ -1,0 +1,71 @@
+"""Warm-up work done once per zygote so that evaluation children start warm.
+
+The interpreter warm-up runs a tiny harness-owned kernel (and the comparison and recording
+code) in the zygote itself: it loads Triton's lazily imported interpreter paths and NumPy, so a
+forked child's first launch costs milliseconds instead of a second. Only single-threaded CPU
+work happens here, so forking afterwards is safe.
+
+The device warm-up runs in a throw-away child: it initialises the device, compiles Triton's
+driver utilities and a small kernel into ``TRITON_CACHE_DIR``; evaluation children copy that
+cache. Imports torch and triton.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scale_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    tl.store(out_ptr + offsets, tl.maximum(x * scale, 0.0), mask=mask)
+
+
+@triton.jit
+def _reduce_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets, mask=offsets < n, other=0.0)
+    acc = tl.sum(x * x, axis=0)
+    tl.store(out_ptr, tl.sqrt(acc + 1.0))
+    y = tl.reshape(x, (16, 16))
+    z = tl.dot(y, tl.trans(y))
+    tl.store(out_ptr + 1, tl.max(tl.max(tl.exp(z), axis=1), axis=0))
+
+
+def _launch_all(device: str) -> None:
+    x = torch.linspace(-1.0, 1.0, 256, device=device)
+    out = torch.empty_like(x)
+    _scale_kernel[(8,)](x, out, x.numel(), 0.5, BLOCK=32)
+    scratch = torch.empty(2, device=device)
+    _reduce_kernel[(1,)](x, scratch, x.numel(), BLOCK=256)
+
+
+def run_interpreter_warmup() -> None:
+    """Exercise the interpreter, the recorder's dispatch mode and the comparison code once."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from ascend_kernel_gym.evaluation import correctness as cx
+
+    class _Noop(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            return func(*args, **(kwargs or {}))
+
+    with _Noop():
+        _launch_all("cpu")
+    a = torch.randn(8, 8)
+    cx.compare(a, a.clone(), 1e-5, 1e-5)
+    cx.outputs_identical(a, a)
+
+
+def run_device_warmup(backend: str) -> None:
+    """In a throw-away child: initialise the device and compile into TRITON_CACHE_DIR."""
+    if backend == "npu":
+        import torch_npu  # noqa: F401
+    device = "cuda" if backend == "cuda" else "npu"
+    _launch_all(device)
+    getattr(torch, device).synchronize()

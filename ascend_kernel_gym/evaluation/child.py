@@ -1,0 +1,890 @@
+"""The evaluation that runs inside one forked evaluator child.
+
+The zygote (:mod:`.zygote`) forks a fresh child per evaluation and calls :func:`child_main`.
+The child sets its limits, scrubs its environment, loads the task, installs the launch /
+operator recorder and the sandbox guard, imports the candidate, and runs the compile,
+correctness and (on devices) profiling stages. It reports exactly one result message through a
+pipe and ends with ``os._exit``; nothing it does can reach the zygote or the calling process.
+
+Imports torch and triton: only the zygote and its children import this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import shutil
+import signal
+import struct
+import sys
+import time
+import traceback
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+import torch
+
+from ascend_kernel_gym.evaluation import correctness as cx
+from ascend_kernel_gym.evaluation.feedback import scrub_text
+from ascend_kernel_gym.evaluation.guard import SandboxGuard
+from ascend_kernel_gym.evaluation.job import Job
+from ascend_kernel_gym.evaluation.recorder import Recorder
+from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalResult, Stage
+from ascend_kernel_gym.tasks.runtime import instantiate
+
+CANDIDATE_MODULE = "akg_candidate"
+CANDIDATE_FILENAME = "kernel.py"
+MAX_MESSAGE_CHARS = 4000
+ENV_KEEP = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "LD_LIBRARY_PATH",
+    "TRITON_INTERPRET",
+    "TRITON_PTXAS_PATH",
+    "TRITON_LIBCUDA_PATH",
+    "ASCEND_HOME_PATH",
+    "ASCEND_TOOLKIT_HOME",
+    "ASCEND_OPP_PATH",
+    "ASCEND_AICPU_PATH",
+    "ASCEND_RT_VISIBLE_DEVICES",
+    "ASCEND_VISIBLE_DEVICES",
+    "PYTHONHASHSEED",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+)
+
+
+class Failure(Exception):
+    """Ends the evaluation with ``error_type`` (raised by the harness, never by candidates)."""
+
+    def __init__(self, error_type: ErrorType, message: str, **metrics: Any) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.message = message
+        self.metrics = metrics
+
+
+class ResultWriter:
+    """Writes the one result message (length + JSON) to the zygote and ends the process."""
+
+    def __init__(self, fd: int, token: str) -> None:
+        self.fd = fd
+        self.token = token
+        self.done = False
+
+    def emit(self, result: EvalResult) -> NoReturn:
+        if not self.done:
+            self.done = True
+            payload = json.dumps({"token": self.token, "result": result.to_dict()}).encode()
+            data = struct.pack("<Q", len(payload)) + payload
+            view = memoryview(data)
+            while view:
+                written = os.write(self.fd, view)
+                view = view[written:]
+        os._exit(0)
+
+
+@dataclass
+class _State:
+    job: Job
+    result: EvalResult
+    writer: ResultWriter
+    sandbox: str = ""
+    candidate_file: str = ""
+    recorder: Recorder | None = None
+    t_stage: float = field(default_factory=time.perf_counter)
+
+    def stage(self, stage: Stage) -> None:
+        now = time.perf_counter()
+        previous = self.result.stage.value
+        self.result.stage_durations[previous] = round(
+            self.result.stage_durations.get(previous, 0.0) + now - self.t_stage, 4
+        )
+        self.t_stage = now
+        self.result.stage = stage
+
+    def finish(self) -> NoReturn:
+        self.stage(self.result.stage)
+        if self.recorder is not None:
+            self.result.launches = list(self.recorder.launches)
+            self.result.torch_ops = sorted(self.recorder.ops)
+        self.result.error_message = scrub_text(self.result.error_message, self.sandbox)[:MAX_MESSAGE_CHARS]
+        self.result.output_tail = _read_output(self.sandbox, self.job.output_cap)
+        self.writer.emit(self.result)
+
+
+def _read_output(sandbox: str, cap: int) -> str:
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    path = os.path.join(sandbox, "output.txt")
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - cap))
+            data = handle.read(cap)
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    if size > cap:
+        text = f"[... {size - cap} bytes cut ...]\n" + text
+    return scrub_text(text, sandbox)
+
+
+# --- process setup ----------------------------------------------------------------------------
+
+
+def _setup_process(job: Job, state: _State) -> None:
+    sandbox = job.sandbox
+    state.sandbox = sandbox
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over-long output fails the write instead of killing
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    fsize = 256 * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+    if job.backend == "interpreter" and job.memory_mb > 0:
+        # Address-space cap on the CPU only: CUDA / NPU runtimes reserve huge virtual ranges,
+        # there the zygote watches the resident set instead.
+        limit = _vm_size_bytes() + job.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    out_fd = os.open(os.path.join(sandbox, "output.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(out_fd, 1)
+    os.dup2(out_fd, 2)
+    os.close(out_fd)
+    null_fd = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null_fd, 0)
+    os.close(null_fd)
+    tmp = os.path.join(sandbox, "tmp")
+    cache = os.path.join(sandbox, "triton_cache")
+    os.makedirs(tmp, exist_ok=True)
+    if job.warm_cache and os.path.isdir(job.warm_cache):
+        shutil.copytree(job.warm_cache, cache, dirs_exist_ok=True)
+    os.makedirs(cache, exist_ok=True)
+    keep = {k: v for k, v in os.environ.items() if k in ENV_KEEP}
+    os.environ.clear()
+    os.environ.update(keep)
+    os.environ.update(
+        {
+            "HOME": sandbox,
+            "TMPDIR": tmp,
+            "TRITON_CACHE_DIR": cache,
+            "TRITON_HOME": sandbox,
+            "TRITON_DUMP_DIR": os.path.join(sandbox, "triton_dump"),
+            "TRITON_OVERRIDE_DIR": os.path.join(sandbox, "triton_override"),
+        }
+    )
+    import tempfile
+
+    tempfile.tempdir = tmp
+    os.chdir(sandbox)
+    sys.dont_write_bytecode = True
+    torch.set_num_threads(max(1, job.torch_threads))
+
+
+def _vm_size_bytes() -> int:
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _library_dirs(backend: str) -> tuple[str, ...]:
+    dirs = []
+    import triton
+
+    dirs.append(os.path.dirname(triton.__file__))
+    if backend == "npu":
+        for name in ("torch_npu", "triton_ascend"):
+            module = sys.modules.get(name)
+            if module is not None and getattr(module, "__file__", None):
+                dirs.append(os.path.dirname(module.__file__))
+    return tuple(dirs)
+
+
+# --- library snapshot (monkeypatch detection) ------------------------------------------------
+
+
+class LibrarySnapshot:
+    """Identities of public callables of torch / triton namespaces, to detect monkeypatching."""
+
+    def __init__(self) -> None:
+        self.namespaces = self._namespaces()
+        self.ids = self._take()
+
+    @staticmethod
+    def _namespaces() -> dict[str, Any]:
+        import triton
+        import triton.language as tl
+
+        spaces: dict[str, Any] = {
+            "torch": torch,
+            "torch.nn.functional": torch.nn.functional,
+            "torch.Tensor": torch.Tensor,
+            "torch.nn.Module": torch.nn.Module,
+            "torch.testing": torch.testing,
+            "torch.linalg": torch.linalg,
+            "triton": triton,
+            "triton.language": tl,
+        }
+        for device_type in ("cuda", "npu"):
+            module = getattr(torch, device_type, None)
+            if module is not None and hasattr(module, "Event"):
+                spaces[f"torch.{device_type}"] = module
+                spaces[f"torch.{device_type}.Event"] = module.Event
+        return spaces
+
+    def _take(self) -> dict[tuple[str, str], int]:
+        ids = {}
+        for label, space in self.namespaces.items():
+            if isinstance(space, type):
+                # Classes: every public name, resolved statically along the MRO, so that an
+                # attribute added to torch.Tensor in front of an inherited method is seen too.
+                for name in dir(space):
+                    if name.startswith("_"):
+                        continue
+                    for klass in space.__mro__:
+                        if name in vars(klass):
+                            ids[(label, name)] = id(vars(klass)[name])
+                            break
+            else:
+                for name, value in list(vars(space).items()):
+                    if not name.startswith("_") and callable(value):
+                        ids[(label, name)] = id(value)
+        return ids
+
+    def changed(self) -> list[str]:
+        now = self._take()
+        return sorted(f"{label}.{name}" for (label, name), old in self.ids.items() if now.get((label, name)) != old)
+
+
+# --- exceptions ---------------------------------------------------------------------------------
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 8:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+_COMPILE_ERROR_NAMES = frozenset(
+    {
+        "CompilationError",
+        "CompileTimeAssertionFailure",
+        "UnsupportedLanguageConstruct",
+        "PTXASError",
+        "OutOfResources",
+        "MLIRCompilationError",
+    }
+)
+
+
+def classify_exception(exc: BaseException) -> ErrorType:
+    """Map an exception raised by candidate code to an error type."""
+    chain = _chain(exc)
+    for err in chain:
+        name = type(err).__name__
+        text = str(err).lower()
+        if isinstance(err, MemoryError) or name == "OutOfMemoryError":
+            return ErrorType.OOM
+        if "out of memory" in text or "can't allocate memory" in text or "cannot allocate memory" in text:
+            return ErrorType.OOM
+    for err in chain:
+        if type(err).__name__ in _COMPILE_ERROR_NAMES or type(err).__module__.startswith("triton.compiler"):
+            return ErrorType.COMPILE_ERROR
+    for err in chain:
+        if type(err).__name__ == "InterpreterError":
+            cause = err.__cause__
+            if cause is not None:
+                frames = traceback.extract_tb(cause.__traceback__)
+                if frames and f"{os.sep}triton{os.sep}language{os.sep}" in frames[-1].filename:
+                    return ErrorType.COMPILE_ERROR
+            return ErrorType.RUNTIME_ERROR
+    return ErrorType.RUNTIME_ERROR
+
+
+def describe_exception(exc: BaseException, candidate_file: str) -> str:
+    """One short text: the error, and where in the candidate's own code it happened."""
+    chain = _chain(exc)
+    root = chain[-1] if type(exc).__name__ == "InterpreterError" and len(chain) > 1 else exc
+    text = f"{type(root).__name__}: {root}".strip()
+    lines = text.splitlines()
+    if len(lines) > 30:
+        lines = lines[:30] + [f"[... {len(lines) - 30} more lines ...]"]
+    where: list[str] = []
+    for err in chain:
+        for frame in traceback.extract_tb(err.__traceback__):
+            if frame.filename == candidate_file:
+                entry = f"your code line {frame.lineno} (in {frame.name}): {(frame.line or '').strip()}"
+                if entry not in where:
+                    where.append(entry)
+    out = "\n".join(lines)
+    if where:
+        out += "\n" + "\n".join(where[-4:])
+    return out
+
+
+# --- the evaluation -----------------------------------------------------------------------------
+
+
+def child_main(job: Job, result_fd: int, token: str) -> NoReturn:
+    """Entry point in the forked child. Never returns."""
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+    writer = ResultWriter(result_fd, token)
+    result = EvalResult(
+        task_id=job.task.id,
+        backend=job.backend,
+        profile=job.profile,
+        code_hash=job.code_hash,
+        stage=Stage.COMPILE,
+        format_ok=True,
+        static_ok=True,
+        warnings=list(job.static_warnings),
+    )
+    state = _State(job=job, result=result, writer=writer)
+    try:
+        _evaluate(state)
+    except Failure as failure:
+        _apply_failure(state, failure)
+    except BaseException as exc:  # noqa: BLE001 - a harness bug must still produce a result
+        result.error_type = ErrorType.HARNESS_ERROR
+        result.error_message = "evaluator internal error: " + "".join(
+            traceback.format_exception_only(type(exc), exc)
+        ).strip()
+        result.correct = False
+    state.finish()
+
+
+def _apply_failure(state: _State, failure: Failure) -> None:
+    result = state.result
+    result.error_type = failure.error_type
+    result.error_message = failure.message
+    result.correct = False
+    for key, value in failure.metrics.items():
+        if hasattr(result, key):
+            setattr(result, key, value)
+    if failure.error_type in HACK_ERROR_TYPES:
+        result.hack = True
+        result.hack_reasons.append(f"{failure.error_type.value}: {failure.message.splitlines()[0][:200]}")
+
+
+def _evaluate(state: _State) -> None:
+    job, result = state.job, state.result
+    _setup_process(job, state)
+    device = _init_device(job.backend)
+    result.device = _device_name(job.backend)
+    try:
+        task_module = instantiate(job.task, job.profile)
+    except Exception as exc:  # noqa: BLE001 - a broken task is the harness's problem
+        raise Failure(ErrorType.HARNESS_ERROR, f"the task could not be loaded: {type(exc).__name__}: {exc}") from None
+
+    candidate_file = os.path.join(state.sandbox, CANDIDATE_FILENAME)
+    state.candidate_file = candidate_file
+    with open(candidate_file, "w", encoding="utf-8") as handle:
+        handle.write(job.code)
+    recorder = Recorder(CANDIDATE_MODULE)
+    recorder.install()
+    state.recorder = recorder
+    rng = random.Random(job.seed if job.seed is not None else int.from_bytes(os.urandom(8), "little"))
+    init_seed = rng.getrandbits(31)
+
+    # The reference is built before any candidate code runs (so a failure here is ours).
+    try:
+        torch.manual_seed(init_seed)
+        init_inputs = task_module.get_init_inputs()
+        torch.manual_seed(init_seed + 1)
+        with device:
+            reference = task_module.Model(*init_inputs)
+        reference = reference.to(device)
+    except Exception as exc:  # noqa: BLE001
+        raise Failure(ErrorType.HARNESS_ERROR, f"the reference model could not be built: {type(exc).__name__}: {exc}")
+
+    snapshot = LibrarySnapshot()
+
+    def on_violation(message: str) -> NoReturn:
+        _apply_failure(state, Failure(ErrorType.SANDBOX_VIOLATION, f"sandbox: your code {message}"))
+        state.finish()
+
+    guard = SandboxGuard(
+        sandbox_dir=state.sandbox,
+        candidate_file=candidate_file,
+        backend=job.backend,
+        on_violation=on_violation,
+        library_dirs=_library_dirs(job.backend),
+    )
+    guard.install()
+
+    # --- compile: import, construct, first call --------------------------------------------
+    module = _import_candidate(job.code, candidate_file)
+    _check_snapshot(snapshot)
+    model_cls = module.__dict__.get("ModelNew")
+    if not isinstance(model_cls, type):
+        raise Failure(ErrorType.MISSING_MODEL_NEW, "ModelNew is not a class after your module ran")
+    try:
+        torch.manual_seed(init_seed + 1)
+        with device:
+            candidate = model_cls(*_copy_args(init_inputs))
+        if isinstance(candidate, torch.nn.Module):
+            candidate = candidate.to(device)
+    except BaseException as exc:  # noqa: BLE001 - candidate code
+        raise Failure(_error_for(exc), "ModelNew(...) failed: " + describe_exception(exc, candidate_file)) from None
+    if not callable(candidate):
+        raise Failure(ErrorType.RUNTIME_ERROR, "ModelNew instances are not callable (subclass nn.Module)")
+    _copy_parameters(reference, candidate)
+    _check_snapshot(snapshot)
+
+    _run_correctness(state, task_module, reference, candidate, device, rng)
+    _check_snapshot(snapshot)
+
+    # --- optional Ascend hooks -------------------------------------------------------------
+    _run_ascend_hooks(state, task_module, candidate, device, rng)
+    _check_snapshot(snapshot)
+
+    # --- performance ------------------------------------------------------------------------
+    if job.backend in ("cuda", "npu") and job.measure_performance:
+        state.stage(Stage.PERFORMANCE)
+        _run_profiling(state, task_module, reference, candidate, device, rng)
+        _check_snapshot(snapshot)
+    state.stage(Stage.DONE)
+
+
+def _init_device(backend: str) -> torch.device:
+    if backend == "interpreter":
+        return torch.device("cpu")
+    if backend == "cuda":
+        torch.cuda.init()
+        torch.cuda.set_device(0)
+        torch.empty(1, device="cuda")  # create the context before any timing
+        return torch.device("cuda", 0)
+    if backend == "npu":
+        import torch_npu  # noqa: F401
+
+        torch.npu.set_device(0)
+        torch.empty(1, device="npu")
+        return torch.device("npu", 0)
+    raise Failure(ErrorType.HARNESS_ERROR, f"unknown backend {backend!r}")
+
+
+def _device_name(backend: str) -> str:
+    try:
+        if backend == "cuda":
+            return str(torch.cuda.get_device_name(0))
+        if backend == "npu":
+            return str(torch.npu.get_device_name(0))
+    except Exception:  # noqa: BLE001
+        return backend
+    import platform
+
+    return f"CPU ({platform.machine()}, Triton interpreter)"
+
+
+def _copy_args(values: list[Any]) -> list[Any]:
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _error_for(exc: BaseException) -> ErrorType:
+    return classify_exception(exc)
+
+
+def _import_candidate(code: str, filename: str) -> types.ModuleType:
+    module = types.ModuleType(CANDIDATE_MODULE)
+    module.__file__ = filename
+    sys.modules[CANDIDATE_MODULE] = module
+    try:
+        compiled = compile(code, filename, "exec")
+        exec(compiled, module.__dict__)
+    except BaseException as exc:  # noqa: BLE001 - candidate code
+        kind = classify_exception(exc)
+        if kind == ErrorType.RUNTIME_ERROR:
+            kind = ErrorType.COMPILE_ERROR  # the module does not load
+        raise Failure(kind, "importing your code failed: " + describe_exception(exc, filename)) from None
+    return module
+
+
+def _copy_parameters(reference: Any, candidate: Any) -> None:
+    """Give the candidate the reference's parameters and buffers wherever names and shapes match."""
+    if not isinstance(reference, torch.nn.Module) or not isinstance(candidate, torch.nn.Module):
+        return
+    source = reference.state_dict()
+    target = candidate.state_dict()
+    matching = {
+        k: v for k, v in source.items() if k in target and tuple(target[k].shape) == tuple(v.shape)
+    }
+    if matching:
+        with torch.no_grad():
+            candidate.load_state_dict(matching, strict=False)
+
+
+def _check_snapshot(snapshot: LibrarySnapshot) -> None:
+    changed = snapshot.changed()
+    if changed:
+        raise Failure(
+            ErrorType.SANDBOX_VIOLATION,
+            "sandbox: your code replaced library functions (monkeypatching): " + ", ".join(changed[:6]),
+        )
+
+
+# --- correctness ----------------------------------------------------------------------------
+
+
+def _call_candidate(state: _State, candidate: Any, inputs: list[Any], first: bool) -> Any:
+    recorder = state.recorder
+    assert recorder is not None
+    try:
+        with torch.no_grad(), recorder.recording_forward() as stats:
+            out = candidate(*inputs)
+        if state.job.backend in ("cuda", "npu"):
+            getattr(torch, state.job.backend).synchronize()
+    except Failure:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - candidate code
+        kind = classify_exception(exc)
+        prefix = "the first call of ModelNew.forward failed: " if first else "ModelNew.forward failed: "
+        raise Failure(kind, prefix + describe_exception(exc, state.candidate_file)) from None
+    if stats.launches == 0:
+        raise Failure(
+            ErrorType.NO_KERNEL_LAUNCHED,
+            "ModelNew.forward returned without launching any of your @triton.jit kernels "
+            f"({', '.join(state.job.kernels) or 'none found'}); the work must be done by your Triton kernel, "
+            "launched as kernel[grid](...) on every call",
+        )
+    bad_ops = sorted(op for op in stats.ops if not _allowed(op))
+    if bad_ops:
+        raise Failure(
+            ErrorType.TORCH_FALLBACK,
+            "PyTorch computed part of the result inside ModelNew.forward: "
+            + ", ".join(f"{op} (x{stats.ops[op]})" for op in bad_ops[:12])
+            + ". Only allocation, views and copies may run outside your Triton kernels.",
+        )
+    return out
+
+
+def _allowed(op: str) -> bool:
+    from ascend_kernel_gym.evaluation.recorder import _is_allowed
+
+    return _is_allowed(op)
+
+
+def _run_reference(reference: Any, inputs: list[Any], backend: str) -> Any:
+    try:
+        with torch.no_grad():
+            out = reference(*inputs)
+        if backend in ("cuda", "npu"):
+            getattr(torch, backend).synchronize()
+    except BaseException as exc:  # noqa: BLE001
+        kind = classify_exception(exc)
+        if kind != ErrorType.OOM:
+            kind = ErrorType.RUNTIME_ERROR
+        raise Failure(
+            kind, f"the reference model failed after your code had run: {type(exc).__name__}: {str(exc)[:300]}"
+        ) from None
+    return out
+
+
+def _run_correctness(
+    state: _State, task_module: Any, reference: Any, candidate: Any, device: torch.device, rng: random.Random
+) -> None:
+    job, result = state.job, state.result
+    atol, rtol = job.task.atol, job.task.rtol
+    result.trials_total = job.num_trials
+    first_call = True
+    previous: tuple[Any, Any] | None = None  # (candidate output, reference output) of an earlier trial
+    fallback_next = False
+    attempts = 0
+    trial = 0
+    max_abs = max_rel = 0.0
+    while trial < job.num_trials:
+        attempts += 1
+        if attempts > job.num_trials * 3:
+            raise Failure(ErrorType.HARNESS_ERROR, "the reference output is not finite on the task's own inputs")
+        distribution = "task" if fallback_next else cx.trial_distribution(trial, rng)
+        fallback_next = False
+        seed = rng.getrandbits(62)
+        base = cx.make_inputs(task_module, seed, distribution, device)
+        cand_inputs = cx.clone_inputs(base)
+        out_c = _call_candidate(state, candidate, cand_inputs, first_call)
+        if first_call:
+            first_call = False
+            result.compiled = True
+            state.stage(Stage.CORRECTNESS)
+        alias_ptrs = cx.storage_ptrs(cand_inputs) | cx.storage_ptrs(candidate)
+        snap_c = cx.detach_copy(out_c)
+        if trial == 0:
+            # Same inputs again: the output must not change.
+            again = _call_candidate(state, candidate, cx.clone_inputs(base), False)
+            snap_again = cx.detach_copy(again)
+        ref_inputs = cx.clone_inputs(base)
+        out_r = _run_reference(reference, ref_inputs, job.backend)
+        if distribution != "task" and not cx.all_finite(out_r):
+            fallback_next = True  # this distribution breaks the reference: redo with the task's own
+            continue
+        pairs = _checked_pairs(out_c, out_r, alias_ptrs, cand_inputs, ref_inputs, device)
+        if trial == 0 and not cx.outputs_close(snap_again, snap_c, atol, rtol):
+            raise Failure(
+                ErrorType.NONDETERMINISTIC,
+                "ModelNew.forward gave different outputs for the same inputs on two calls "
+                "(race condition, uninitialised memory, or state kept between calls)",
+            )
+        if previous is not None and cx.outputs_identical(snap_c, previous[0]) and not cx.outputs_close(
+            out_r, previous[1], atol, rtol
+        ):
+            raise _input_independent()
+        for cand_t, ref_t, label in pairs:
+            cmp = cx.compare(cand_t, ref_t, atol, rtol)
+            if cmp.ok:
+                max_abs = max(max_abs, cmp.max_abs_err)
+                max_rel = max(max_rel, cmp.max_rel_err)
+                continue
+            if cmp.nonfinite:
+                raise Failure(
+                    ErrorType.NAN_OR_INF,
+                    f"{label} contains NaN or Inf where the reference is finite (first at index "
+                    f"{tuple(cmp.first_bad_index)}: got {cmp.cand_value}, expected {cmp.ref_value}); "
+                    f"{cmp.bad_count} of {cand_t.numel()} elements are wrong (trial {trial + 1})",
+                    max_abs_err=cmp.max_abs_err,
+                    max_rel_err=cmp.max_rel_err,
+                    trials_passed=trial,
+                )
+            if previous is None and _probe_input_independent(state, task_module, reference, candidate, device, rng, snap_c, out_r):
+                raise _input_independent()
+            raise Failure(
+                ErrorType.VALUE_MISMATCH,
+                f"{label} does not match the reference (trial {trial + 1} of {job.num_trials}): "
+                f"max abs error {cmp.max_abs_err:.3g}, max rel error {cmp.max_rel_err:.3g}, "
+                f"{cmp.bad_count} of {cand_t.numel()} elements outside atol={atol:g} + rtol={rtol:g}*|expected|; "
+                f"first bad index {tuple(cmp.first_bad_index)}: got {cmp.cand_value:.6g}, expected {cmp.ref_value:.6g}",
+                max_abs_err=cmp.max_abs_err,
+                max_rel_err=cmp.max_rel_err,
+                trials_passed=trial,
+            )
+        previous = (snap_c, cx.detach_copy(out_r))
+        trial += 1
+        result.trials_passed = trial
+    result.max_abs_err = max_abs
+    result.max_rel_err = max_rel
+    result.correct = True
+
+
+def _input_independent() -> Failure:
+    return Failure(
+        ErrorType.INPUT_INDEPENDENT,
+        "ModelNew.forward returned the same output for different inputs while the reference's output changed "
+        "(a constant, or a result cached across calls); compute the output from the inputs every call",
+    )
+
+
+def _probe_input_independent(
+    state: _State,
+    task_module: Any,
+    reference: Any,
+    candidate: Any,
+    device: torch.device,
+    rng: random.Random,
+    snap_c: Any,
+    out_r: Any,
+) -> bool:
+    """After a first-trial mismatch: does the candidate ignore its inputs?"""
+    base = cx.make_inputs(task_module, rng.getrandbits(62), "task", device)
+    other_c = cx.detach_copy(_call_candidate(state, candidate, cx.clone_inputs(base), False))
+    other_r = _run_reference(reference, cx.clone_inputs(base), state.job.backend)
+    return cx.outputs_identical(other_c, snap_c) and not cx.outputs_close(other_r, out_r, state.job.task.atol, state.job.task.rtol)
+
+
+def _checked_pairs(
+    out_c: Any,
+    out_r: Any,
+    alias_ptrs: set[int],
+    cand_inputs: list[Any],
+    ref_inputs: list[Any],
+    device: torch.device,
+) -> list[tuple[torch.Tensor, torch.Tensor, str]]:
+    try:
+        pairs = cx.flatten_outputs(out_c, out_r)
+    except cx.OutputProblem as problem:
+        raise Failure(ErrorType(problem.kind), problem.message) from None
+    for cand_t, _, label in pairs:
+        if cand_t.untyped_storage().nbytes() > 0 and cand_t.untyped_storage().data_ptr() in alias_ptrs:
+            raise Failure(
+                ErrorType.OUTPUT_ALIASES_INPUT,
+                f"{label} shares memory with an input or a parameter of the model; return a new tensor "
+                "written by your kernel",
+            )
+    changed = cx.inputs_equal(cand_inputs, ref_inputs)
+    if changed:
+        raise Failure(
+            ErrorType.INPUT_MUTATED,
+            f"ModelNew.forward modified its input argument(s) {changed} in place; inputs must be left unchanged",
+        )
+    for cand_t, ref_t, label in pairs:
+        if cand_t.device.type != ref_t.device.type:
+            raise Failure(
+                ErrorType.DEVICE_MISMATCH,
+                f"{label} is on {cand_t.device.type}, the reference output is on {ref_t.device.type}",
+            )
+        if tuple(cand_t.shape) != tuple(ref_t.shape):
+            raise Failure(
+                ErrorType.SHAPE_MISMATCH,
+                f"{label} has shape {tuple(cand_t.shape)}, expected {tuple(ref_t.shape)}",
+            )
+        if cand_t.dtype != ref_t.dtype:
+            raise Failure(
+                ErrorType.DTYPE_MISMATCH,
+                f"{label} has dtype {str(cand_t.dtype).replace('torch.', '')}, expected "
+                f"{str(ref_t.dtype).replace('torch.', '')}",
+            )
+    return pairs
+
+
+# --- Ascend hooks -------------------------------------------------------------------------------
+
+
+def _run_ascend_hooks(
+    state: _State, task_module: Any, candidate: Any, device: torch.device, rng: random.Random
+) -> None:
+    job, result = state.job, state.result
+    if job.ascend_checks == "off":
+        return
+    try:
+        from ascend_kernel_gym.evaluation import ascend_checks
+    except ImportError:
+        ascend_checks = None  # type: ignore[assignment]
+    if ascend_checks is not None and hasattr(ascend_checks, "run_ascend_checks"):
+        try:
+            findings = ascend_checks.run_ascend_checks(job.code, list(state.recorder.launches) if state.recorder else [], job.ascend_profile)  # type: ignore[union-attr]
+            result.ascend_checks = [dict(f) for f in findings]
+        except Exception as exc:  # noqa: BLE001 - a bug in the checks must not fail the candidate
+            result.warnings.append(f"Ascend checks could not run: {type(exc).__name__}: {str(exc)[:200]}")
+        for finding in result.ascend_checks:
+            result.warnings.append(f"ascend[{finding.get('rule')}] {finding.get('message')}")
+        errors = [f for f in result.ascend_checks if f.get("severity") == "error"]
+        if job.ascend_checks == "enforce" and errors:
+            raise Failure(
+                ErrorType.ASCEND_CONSTRAINT,
+                "the kernel breaks Ascend constraints: " + "; ".join(str(f.get("message")) for f in errors[:5]),
+            )
+    if job.backend != "interpreter":
+        return
+    try:
+        from ascend_kernel_gym.evaluation import cost_model
+    except ImportError:
+        return
+    if not (hasattr(cost_model, "instrument") and hasattr(cost_model, "estimate")):
+        return
+    try:
+        inputs = cx.make_inputs(task_module, rng.getrandbits(62), "task", device)
+        with cost_model.instrument() as counters:
+            with torch.no_grad():
+                candidate(*inputs)
+        roofline = _task_roofline(job, inputs)
+        result.estimate = cost_model.estimate(counters, roofline, job.ascend_profile)
+    except Failure:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        result.warnings.append(f"cost model could not run: {type(exc).__name__}: {str(exc)[:200]}")
+
+
+def _task_roofline(job: Job, inputs: list[Any]) -> dict[str, Any]:
+    from ascend_kernel_gym.evaluation.profiling import min_bytes
+
+    return {"task_id": job.task.id, "min_bytes": min_bytes(inputs, []), "dtype": job.task.dtype}
+
+
+# --- profiling ----------------------------------------------------------------------------------
+
+
+def _run_profiling(
+    state: _State, task_module: Any, reference: Any, candidate: Any, device: torch.device, rng: random.Random
+) -> None:
+    from ascend_kernel_gym.evaluation import profiling
+
+    job, result = state.job, state.result
+    atol, rtol = job.task.atol, job.task.rtol
+    num_sets = 3
+    sets = [cx.make_inputs(task_module, rng.getrandbits(62), "task", device) for _ in range(num_sets)]
+    ref_outs = [cx.detach_copy(_run_reference(reference, cx.clone_inputs(s), job.backend)) for s in sets]
+    cand_bufs = cx.clone_inputs(sets[0])
+    ref_bufs = cx.clone_inputs(sets[0])
+
+    def load(buffers: list[Any], k: int) -> None:
+        for buf, src in zip(buffers, sets[k]):
+            if isinstance(buf, torch.Tensor):
+                buf.copy_(src)
+
+    def run_candidate(k: int) -> Callable[[], Any]:
+        load(cand_bufs, k)
+        return lambda: candidate(*cand_bufs)
+
+    def run_reference(k: int) -> Callable[[], Any]:
+        load(ref_bufs, k)
+        return lambda: reference(*ref_bufs)
+
+    def audit(k: int) -> None:
+        load(cand_bufs, k)
+        out = _call_candidate(state, candidate, cand_bufs, False)
+        if not cx.outputs_close(out, ref_outs[k], atol, rtol):
+            raise Failure(
+                ErrorType.VALUE_MISMATCH,
+                "the output changed during timing (a result cached across calls, or work skipped once timing "
+                "started); compute the output from the inputs on every call",
+            )
+
+    try:
+        with torch.no_grad():
+            timing = profiling.time_side_by_side(
+                run_candidate,
+                run_reference,
+                audit,
+                device_type=job.backend,
+                num_sets=num_sets,
+                reps=job.profile_reps,
+                warmup=job.profile_warmup,
+                rng=rng,
+            )
+    except Failure:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        raise Failure(classify_exception(exc), "timing failed: " + describe_exception(exc, state.candidate_file)) from None
+    result.ref_ms = round(timing.ref_ms, 6)
+    result.kernel_ms = round(timing.kernel_ms, 6)
+    result.speedup = round(timing.speedup, 4)
+    result.timing = timing.details
+    result.warnings.extend(profiling.plausibility_warnings(timing, sets[0], ref_outs[0], _bandwidth_gbps(job)))
+
+
+def _bandwidth_gbps(job: Job) -> float | None:
+    try:
+        from ascend_kernel_gym.backends.chips import load_chip
+    except ImportError:
+        return None
+    try:
+        if job.backend == "npu":
+            return float(load_chip(job.ascend_profile).hbm_bandwidth_gbps)
+        name = torch.cuda.get_device_name(0)
+        for chip in ("H200",):
+            if chip in name:
+                return float(load_chip(chip).hbm_bandwidth_gbps)
+    except Exception:  # noqa: BLE001
+        return None
+    return None

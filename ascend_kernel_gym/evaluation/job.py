@@ -1,0 +1,32 @@
+"""The job a worker runs: plain data sent from the calling process to an evaluator child."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ascend_kernel_gym.tasks.task import Task
+
+
+@dataclass
+class Job:
+    """Everything a child needs (pickled by the calling process, trusted)."""
+
+    task: Task
+    code: str
+    code_hash: str
+    backend: str
+    profile: str
+    num_trials: int = 5
+    measure_performance: bool = True
+    seed: int | None = None
+    sandbox: str = ""
+    memory_mb: int = 4096
+    output_cap: int = 16384
+    ascend_checks: str = "warn"
+    ascend_profile: str = "910B3"
+    profile_reps: int = 100
+    profile_warmup: int = 3
+    static_warnings: list[str] = field(default_factory=list)
+    kernels: list[str] = field(default_factory=list)
+    warm_cache: str | None = None
+    torch_threads: int = 1

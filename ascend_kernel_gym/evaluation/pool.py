@@ -1,0 +1,196 @@
+"""Calling-process side of the warm pool: one :class:`ZygoteHandle` per worker.
+
+A handle starts its zygote with ``subprocess.Popen`` (a fresh interpreter with a scrubbed
+environment, so nothing of the calling process leaks in), waits for it to finish warming up,
+and sends it jobs one at a time. A zygote that dies or stops answering is killed and started
+again on the next job; the job in flight gets a ``harness_error`` result.
+
+Imports neither torch nor triton.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ascend_kernel_gym.evaluation.zygote import BOOTSTRAP, _HEADER, write_message
+
+import pickle
+
+_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "TMPDIR", "PYTHONHASHSEED", "SYSTEMROOT")
+_ENV_PREFIXES = ("CUDA", "NVIDIA", "ASCEND", "NPU_", "HCCL", "TRITON_PTXAS", "TRITON_LIBCUDA")
+START_TIMEOUT_S = 600.0
+REPLY_GRACE_S = 60.0
+
+
+class ZygoteError(RuntimeError):
+    """The zygote died, hung or answered garbage."""
+
+
+def zygote_env(backend: str, device_index: int | None, threads: int) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in _ENV_KEEP or k.startswith(_ENV_PREFIXES)}
+    env["PYTHONNOUSERSITE"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if os.environ.get("AKG_EVAL_DEBUG"):
+        env["AKG_EVAL_DEBUG"] = "1"
+    threads_text = str(max(1, threads))
+    env.setdefault("OMP_NUM_THREADS", threads_text)
+    env.setdefault("MKL_NUM_THREADS", threads_text)
+    env.setdefault("OPENBLAS_NUM_THREADS", threads_text)
+    if backend == "interpreter":
+        env["TRITON_INTERPRET"] = "1"
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    else:
+        env.pop("TRITON_INTERPRET", None)
+        if device_index is not None:
+            key = "CUDA_VISIBLE_DEVICES" if backend == "cuda" else "ASCEND_RT_VISIBLE_DEVICES"
+            visible = os.environ.get(key)
+            if visible:
+                ids = [v for v in visible.split(",") if v.strip()]
+                env[key] = ids[device_index % len(ids)]
+            else:
+                env[key] = str(device_index)
+    return env
+
+
+class ZygoteHandle:
+    """One worker: a zygote process and the lock that serialises its jobs.
+
+    Args:
+        backend: ``interpreter``, ``cuda`` or ``npu``.
+        device_index: which device this worker uses (devices only).
+        threads: torch / BLAS threads per child.
+        tmp_root: where the zygote makes its temporary directories (default: the system's).
+    """
+
+    def __init__(self, backend: str, device_index: int | None = None, threads: int = 1, tmp_root: str | None = None):
+        self.backend = backend
+        self.device_index = device_index
+        self.threads = threads
+        self.tmp_root = tmp_root
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.lock = threading.Lock()
+        self.starts = 0
+        self.info: dict[str, Any] = {}
+        self._ready = False
+
+    # --- life cycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the zygote and wait until it is warm. Raises ZygoteError on failure."""
+        from ascend_kernel_gym import __version__
+
+        root = str(Path(__file__).resolve().parents[2])
+        debug = bool(os.environ.get("AKG_EVAL_DEBUG"))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", BOOTSTRAP, root, __version__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=None if debug else subprocess.DEVNULL,
+            env=zygote_env(self.backend, self.device_index, self.threads),
+            close_fds=True,
+            start_new_session=True,  # Ctrl-C in a terminal does not hit the pool
+        )
+        self.starts += 1
+        self._ready = False
+        write_message(self.proc.stdin.fileno(), {  # type: ignore[union-attr]
+            "backend": self.backend,
+            "torch_threads": self.threads,
+            "tmp_root": self.tmp_root,
+        })
+        reply = self._read(time.monotonic() + START_TIMEOUT_S)
+        if not isinstance(reply, dict) or not reply.get("ready"):
+            self.kill()
+            raise ZygoteError(f"the evaluator worker did not start (reply {reply!r})")
+        self.info = reply
+        self._ready = True
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None and self._ready
+
+    def kill(self) -> None:
+        proc, self.proc = self.proc, None
+        self._ready = False
+        if proc is None:
+            return
+        try:
+            proc.kill()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                write_message(proc.stdin.fileno(), None)  # type: ignore[union-attr]
+                proc.stdin.close()  # type: ignore[union-attr]
+                proc.wait(timeout=5)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+    # --- jobs ---------------------------------------------------------------------------------
+    def run(self, job: Any, timeout: float, memory_mb: int) -> dict[str, Any]:
+        """Run one job; raises ZygoteError if the zygote fails (it is then killed)."""
+        if not self.alive():
+            self.kill()
+            self.start()
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            write_message(self.proc.stdin.fileno(), {"job": job, "timeout": timeout, "memory_mb": memory_mb})
+        except (OSError, ValueError) as exc:
+            self.kill()
+            raise ZygoteError(f"the evaluator worker stopped accepting jobs ({exc})") from None
+        reply = self._read(time.monotonic() + timeout + REPLY_GRACE_S)
+        if not isinstance(reply, dict) or "status" not in reply:
+            self.kill()
+            raise ZygoteError("the evaluator worker died or stopped answering")
+        return reply
+
+    def _read(self, deadline: float) -> Any:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        header = self._read_exact(fd, _HEADER.size, deadline)
+        if header is None:
+            return None
+        (size,) = _HEADER.unpack(header)
+        payload = self._read_exact(fd, size, deadline)
+        if payload is None:
+            return None
+        try:
+            return pickle.loads(payload)  # noqa: S301 - the zygote is harness code
+        except Exception:  # noqa: BLE001
+            return None
+
+    @staticmethod
+    def _read_exact(fd: int, size: int, deadline: float) -> bytes | None:
+        chunks = []
+        remaining = size
+        while remaining:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)

@@ -1,0 +1,78 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def linear_kernel(
+    x_ptr, w_ptr, b_ptr, y_ptr,
+    M, N, K,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_ym,
+    APPLY_GELU: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    """y = x @ W^T + b, optionally followed by tanh-GELU; fp32 accumulation."""
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    group_size = GROUP_M * num_pid_n
+    first_m = (pid // group_size) * GROUP_M
+    rows_in_group = tl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % group_size) % rows_in_group
+    pid_n = (pid % group_size) // rows_in_group
+
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    x_ptrs = x_ptr + rm[:, None] * stride_xm + rk[None, :] * stride_xk
+    w_ptrs = w_ptr + rn[None, :] * stride_wn + rk[:, None] * stride_wk
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k_mask = (k0 + rk) < K
+        a = tl.load(x_ptrs, mask=(rm[:, None] < M) & k_mask[None, :], other=0.0)
+        b = tl.load(w_ptrs, mask=k_mask[:, None] & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        x_ptrs += BLOCK_K * stride_xk
+        w_ptrs += BLOCK_K * stride_wk
+
+    h = acc + tl.load(b_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+    if APPLY_GELU:
+        u = 0.7978845608028654 * (h + 0.044715 * h * h * h)
+        h = 0.5 * h * (1.0 + (2.0 * tl.sigmoid(2.0 * u) - 1.0))  # tanh(u) = 2 sigmoid(2u) - 1
+    out_mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], h.to(y_ptr.dtype.element_ty), mask=out_mask)
+
+
+def _block(n: int, cap: int) -> int:
+    return max(16, min(cap, triton.next_power_of_2(n)))
+
+
+def _linear(x2: torch.Tensor, layer: nn.Linear, gelu: bool) -> torch.Tensor:
+    w, b = layer.weight, layer.bias
+    M, K = x2.shape
+    N = w.shape[0]
+    y = torch.empty((M, N), device=x2.device, dtype=x2.dtype)
+    BLOCK_M, BLOCK_N, BLOCK_K = _block(M, 128), _block(N, 128), _block(K, 32)
+    grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
+    linear_kernel[grid](
+        x2, w, b, y, M, N, K,
+        x2.stride(0), x2.stride(1), w.stride(0), w.stride(1), y.stride(0),
+        APPLY_GELU=gelu, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=8, num_warps=8,
+    )
+    return y
+
+
+class ModelNew(nn.Module):
+    def __init__(self, hidden_size: int):
+        super().__init__()
+        self.fc1 = nn.Linear(hidden_size, 4 * hidden_size, dtype=torch.float16)
+        self.act = nn.GELU(approximate="tanh")
+        self.fc2 = nn.Linear(4 * hidden_size, hidden_size, dtype=torch.float16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        lead = x.shape[:-1]
+        x2 = x.reshape(-1, x.shape[-1])
+        h = _linear(x2, self.fc1, gelu=True)
+        y = _linear(h, self.fc2, gelu=False)
+        return y.reshape(*lead, y.shape[-1])
