@@ -17,7 +17,7 @@ from rich.table import Table
 
 import ascend_kernel_gym  # noqa: F401 - registers AscendTriton-v0
 
-KERNEL_TEMPLATE = '''import torch
+KERNEL_TEMPLATE = """import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
@@ -42,7 +42,7 @@ class ModelNew(nn.Module):
         n = x.numel()
         random_kernel[(triton.cdiv(n, {block}),)](x, out, n, BLOCK={block})
         return out
-'''
+"""
 EXPRESSIONS = ["tl.maximum(x, 0.0)", "x * 2.0", "-x", "tl.abs(x)", "x + 1.0", "tl.sigmoid(x)"]
 
 

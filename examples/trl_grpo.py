@@ -152,6 +152,7 @@ def make_trainer(
         save_strategy="no",
         report_to="none",
         bf16=False,
+        gradient_checkpointing=False,
         seed=seed,
         generation_kwargs=generation_kwargs,
     )

@@ -436,8 +436,7 @@ class AscendTritonEnv(gym.Env[str, str]):
             next_step = "The target speedup was reached; the episode is over."
         elif left > 0:
             next_step = (
-                f"You have {left} turn(s) left. Reply with the complete, improved solution "
-                "in one ```python block."
+                f"You have {left} turn(s) left. Reply with the complete, improved solution in one ```python block."
             )
         else:
             next_step = "No turns left; the episode is over."
@@ -615,4 +614,3 @@ def _load_tasks(
             f"task_ids={task_ids!r}"
         )
     return tasks
-

@@ -18,7 +18,7 @@ import triton.language as tl
 
 
 @triton.jit
-def _scale_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+def _scale_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):  # noqa: N803
     pid = tl.program_id(0)
     offsets = pid * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
@@ -27,7 +27,7 @@ def _scale_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _reduce_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+def _reduce_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):  # noqa: N803
     offsets = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offsets, mask=offsets < n, other=0.0)
     acc = tl.sum(x * x, axis=0)

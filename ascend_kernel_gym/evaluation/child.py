@@ -63,7 +63,7 @@ ENV_KEEP = (
 )
 
 
-class Failure(Exception):
+class StageError(Exception):
     """Ends the evaluation with ``error_type`` (raised by the harness, never by candidates)."""
 
     def __init__(self, error_type: ErrorType, message: str, **metrics: Any) -> None:
@@ -329,7 +329,7 @@ def describe_exception(exc: BaseException, candidate_file: str) -> str:
     text = f"{type(root).__name__}: {root}".strip()
     lines = text.splitlines()
     if len(lines) > 30:
-        lines = lines[:30] + [f"[... {len(lines) - 30} more lines ...]"]
+        lines = [*lines[:30], f"[... {len(lines) - 30} more lines ...]"]
     where: list[str] = []
     for err in chain:
         for frame in traceback.extract_tb(err.__traceback__):
@@ -366,18 +366,18 @@ def child_main(job: Job, result_fd: int, token: str) -> NoReturn:
     state = _State(job=job, result=result, writer=writer)
     try:
         _evaluate(state)
-    except Failure as failure:
+    except StageError as failure:
         _apply_failure(state, failure)
     except BaseException as exc:  # noqa: BLE001 - a harness bug must still produce a result
         result.error_type = ErrorType.HARNESS_ERROR
-        result.error_message = "evaluator internal error: " + "".join(
-            traceback.format_exception_only(type(exc), exc)
-        ).strip()
+        result.error_message = (
+            "evaluator internal error: " + "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        )
         result.correct = False
     state.finish()
 
 
-def _apply_failure(state: _State, failure: Failure) -> None:
+def _apply_failure(state: _State, failure: StageError) -> None:
     result = state.result
     result.error_type = failure.error_type
     result.error_message = failure.message
@@ -398,7 +398,9 @@ def _evaluate(state: _State) -> None:
     try:
         task_module = instantiate(job.task, job.profile)
     except Exception as exc:  # noqa: BLE001 - a broken task is the harness's problem
-        raise Failure(ErrorType.HARNESS_ERROR, f"the task could not be loaded: {type(exc).__name__}: {exc}") from None
+        raise StageError(
+            ErrorType.HARNESS_ERROR, f"the task could not be loaded: {type(exc).__name__}: {exc}"
+        ) from None
 
     candidate_file = os.path.join(state.sandbox, CANDIDATE_FILENAME)
     state.candidate_file = candidate_file
@@ -419,12 +421,14 @@ def _evaluate(state: _State) -> None:
             reference = task_module.Model(*init_inputs)
         reference = reference.to(device)
     except Exception as exc:  # noqa: BLE001
-        raise Failure(ErrorType.HARNESS_ERROR, f"the reference model could not be built: {type(exc).__name__}: {exc}")
+        raise StageError(
+            ErrorType.HARNESS_ERROR, f"the reference model could not be built: {type(exc).__name__}: {exc}"
+        ) from None
 
     snapshot = LibrarySnapshot()
 
     def on_violation(message: str) -> NoReturn:
-        _apply_failure(state, Failure(ErrorType.SANDBOX_VIOLATION, f"sandbox: your code {message}"))
+        _apply_failure(state, StageError(ErrorType.SANDBOX_VIOLATION, f"sandbox: your code {message}"))
         state.finish()
 
     guard = SandboxGuard(
@@ -441,7 +445,7 @@ def _evaluate(state: _State) -> None:
     _check_snapshot(snapshot)
     model_cls = module.__dict__.get("ModelNew")
     if not isinstance(model_cls, type):
-        raise Failure(ErrorType.MISSING_MODEL_NEW, "ModelNew is not a class after your module ran")
+        raise StageError(ErrorType.MISSING_MODEL_NEW, "ModelNew is not a class after your module ran")
     try:
         torch.manual_seed(init_seed + 1)
         with device:
@@ -449,9 +453,9 @@ def _evaluate(state: _State) -> None:
         if isinstance(candidate, torch.nn.Module):
             candidate = candidate.to(device)
     except BaseException as exc:  # noqa: BLE001 - candidate code
-        raise Failure(_error_for(exc), "ModelNew(...) failed: " + describe_exception(exc, candidate_file)) from None
+        raise StageError(_error_for(exc), "ModelNew(...) failed: " + describe_exception(exc, candidate_file)) from None
     if not callable(candidate):
-        raise Failure(ErrorType.RUNTIME_ERROR, "ModelNew instances are not callable (subclass nn.Module)")
+        raise StageError(ErrorType.RUNTIME_ERROR, "ModelNew instances are not callable (subclass nn.Module)")
     _copy_parameters(reference, candidate)
     _check_snapshot(snapshot)
 
@@ -484,7 +488,7 @@ def _init_device(backend: str) -> torch.device:
         torch.npu.set_device(0)
         torch.empty(1, device="npu")
         return torch.device("npu", 0)
-    raise Failure(ErrorType.HARNESS_ERROR, f"unknown backend {backend!r}")
+    raise StageError(ErrorType.HARNESS_ERROR, f"unknown backend {backend!r}")
 
 
 def _device_name(backend: str) -> str:
@@ -519,7 +523,7 @@ def _import_candidate(code: str, filename: str) -> types.ModuleType:
         kind = classify_exception(exc)
         if kind == ErrorType.RUNTIME_ERROR:
             kind = ErrorType.COMPILE_ERROR  # the module does not load
-        raise Failure(kind, "importing your code failed: " + describe_exception(exc, filename)) from None
+        raise StageError(kind, "importing your code failed: " + describe_exception(exc, filename)) from None
     return module
 
 
@@ -529,9 +533,7 @@ def _copy_parameters(reference: Any, candidate: Any) -> None:
         return
     source = reference.state_dict()
     target = candidate.state_dict()
-    matching = {
-        k: v for k, v in source.items() if k in target and tuple(target[k].shape) == tuple(v.shape)
-    }
+    matching = {k: v for k, v in source.items() if k in target and tuple(target[k].shape) == tuple(v.shape)}
     if matching:
         with torch.no_grad():
             candidate.load_state_dict(matching, strict=False)
@@ -540,7 +542,7 @@ def _copy_parameters(reference: Any, candidate: Any) -> None:
 def _check_snapshot(snapshot: LibrarySnapshot) -> None:
     changed = snapshot.changed()
     if changed:
-        raise Failure(
+        raise StageError(
             ErrorType.SANDBOX_VIOLATION,
             "sandbox: your code replaced library functions (monkeypatching): " + ", ".join(changed[:6]),
         )
@@ -557,14 +559,14 @@ def _call_candidate(state: _State, candidate: Any, inputs: list[Any], first: boo
             out = candidate(*inputs)
         if state.job.backend in ("cuda", "npu"):
             getattr(torch, state.job.backend).synchronize()
-    except Failure:
+    except StageError:
         raise
     except BaseException as exc:  # noqa: BLE001 - candidate code
         kind = classify_exception(exc)
         prefix = "the first call of ModelNew.forward failed: " if first else "ModelNew.forward failed: "
-        raise Failure(kind, prefix + describe_exception(exc, state.candidate_file)) from None
+        raise StageError(kind, prefix + describe_exception(exc, state.candidate_file)) from None
     if stats.launches == 0:
-        raise Failure(
+        raise StageError(
             ErrorType.NO_KERNEL_LAUNCHED,
             "ModelNew.forward returned without launching any of your @triton.jit kernels "
             f"({', '.join(state.job.kernels) or 'none found'}); the work must be done by your Triton kernel, "
@@ -572,7 +574,7 @@ def _call_candidate(state: _State, candidate: Any, inputs: list[Any], first: boo
         )
     bad_ops = sorted(op for op in stats.ops if not _allowed(op))
     if bad_ops:
-        raise Failure(
+        raise StageError(
             ErrorType.TORCH_FALLBACK,
             "PyTorch computed part of the result inside ModelNew.forward: "
             + ", ".join(f"{op} (x{stats.ops[op]})" for op in bad_ops[:12])
@@ -597,7 +599,7 @@ def _run_reference(reference: Any, inputs: list[Any], backend: str) -> Any:
         kind = classify_exception(exc)
         if kind != ErrorType.OOM:
             kind = ErrorType.RUNTIME_ERROR
-        raise Failure(
+        raise StageError(
             kind, f"the reference model failed after your code had run: {type(exc).__name__}: {str(exc)[:300]}"
         ) from None
     return out
@@ -618,7 +620,7 @@ def _run_correctness(
     while trial < job.num_trials:
         attempts += 1
         if attempts > job.num_trials * 3:
-            raise Failure(ErrorType.HARNESS_ERROR, "the reference output is not finite on the task's own inputs")
+            raise StageError(ErrorType.HARNESS_ERROR, "the reference output is not finite on the task's own inputs")
         distribution = "task" if fallback_next else cx.trial_distribution(trial, rng)
         fallback_next = False
         seed = rng.getrandbits(62)
@@ -642,13 +644,15 @@ def _run_correctness(
             continue
         pairs = _checked_pairs(out_c, out_r, alias_ptrs, cand_inputs, ref_inputs, device)
         if trial == 0 and not cx.outputs_close(snap_again, snap_c, atol, rtol):
-            raise Failure(
+            raise StageError(
                 ErrorType.NONDETERMINISTIC,
                 "ModelNew.forward gave different outputs for the same inputs on two calls "
                 "(race condition, uninitialised memory, or state kept between calls)",
             )
-        if previous is not None and cx.outputs_identical(snap_c, previous[0]) and not cx.outputs_close(
-            out_r, previous[1], atol, rtol
+        if (
+            previous is not None
+            and cx.outputs_identical(snap_c, previous[0])
+            and not cx.outputs_close(out_r, previous[1], atol, rtol)
         ):
             raise _input_independent()
         for cand_t, ref_t, label in pairs:
@@ -658,7 +662,7 @@ def _run_correctness(
                 max_rel = max(max_rel, cmp.max_rel_err)
                 continue
             if cmp.nonfinite:
-                raise Failure(
+                raise StageError(
                     ErrorType.NAN_OR_INF,
                     f"{label} contains NaN or Inf where the reference is finite (first at index "
                     f"{tuple(cmp.first_bad_index)}: got {cmp.cand_value}, expected {cmp.ref_value}); "
@@ -667,9 +671,11 @@ def _run_correctness(
                     max_rel_err=cmp.max_rel_err,
                     trials_passed=trial,
                 )
-            if previous is None and _probe_input_independent(state, task_module, reference, candidate, device, rng, snap_c, out_r):
+            if previous is None and _probe_input_independent(
+                state, task_module, reference, candidate, device, rng, snap_c, out_r
+            ):
                 raise _input_independent()
-            raise Failure(
+            raise StageError(
                 ErrorType.VALUE_MISMATCH,
                 f"{label} does not match the reference (trial {trial + 1} of {job.num_trials}): "
                 f"max abs error {cmp.max_abs_err:.3g}, max rel error {cmp.max_rel_err:.3g}, "
@@ -687,8 +693,8 @@ def _run_correctness(
     result.correct = True
 
 
-def _input_independent() -> Failure:
-    return Failure(
+def _input_independent() -> StageError:
+    return StageError(
         ErrorType.INPUT_INDEPENDENT,
         "ModelNew.forward returned the same output for different inputs while the reference's output changed "
         "(a constant, or a result cached across calls); compute the output from the inputs every call",
@@ -709,7 +715,9 @@ def _probe_input_independent(
     base = cx.make_inputs(task_module, rng.getrandbits(62), "task", device)
     other_c = cx.detach_copy(_call_candidate(state, candidate, cx.clone_inputs(base), False))
     other_r = _run_reference(reference, cx.clone_inputs(base), state.job.backend)
-    return cx.outputs_identical(other_c, snap_c) and not cx.outputs_close(other_r, out_r, state.job.task.atol, state.job.task.rtol)
+    return cx.outputs_identical(other_c, snap_c) and not cx.outputs_close(
+        other_r, out_r, state.job.task.atol, state.job.task.rtol
+    )
 
 
 def _checked_pairs(
@@ -722,34 +730,34 @@ def _checked_pairs(
 ) -> list[tuple[torch.Tensor, torch.Tensor, str]]:
     try:
         pairs = cx.flatten_outputs(out_c, out_r)
-    except cx.OutputProblem as problem:
-        raise Failure(ErrorType(problem.kind), problem.message) from None
+    except cx.OutputCheckError as problem:
+        raise StageError(ErrorType(problem.kind), problem.message) from None
     for cand_t, _, label in pairs:
         if cand_t.untyped_storage().nbytes() > 0 and cand_t.untyped_storage().data_ptr() in alias_ptrs:
-            raise Failure(
+            raise StageError(
                 ErrorType.OUTPUT_ALIASES_INPUT,
                 f"{label} shares memory with an input or a parameter of the model; return a new tensor "
                 "written by your kernel",
             )
     changed = cx.inputs_equal(cand_inputs, ref_inputs)
     if changed:
-        raise Failure(
+        raise StageError(
             ErrorType.INPUT_MUTATED,
             f"ModelNew.forward modified its input argument(s) {changed} in place; inputs must be left unchanged",
         )
     for cand_t, ref_t, label in pairs:
         if cand_t.device.type != ref_t.device.type:
-            raise Failure(
+            raise StageError(
                 ErrorType.DEVICE_MISMATCH,
                 f"{label} is on {cand_t.device.type}, the reference output is on {ref_t.device.type}",
             )
         if tuple(cand_t.shape) != tuple(ref_t.shape):
-            raise Failure(
+            raise StageError(
                 ErrorType.SHAPE_MISMATCH,
                 f"{label} has shape {tuple(cand_t.shape)}, expected {tuple(ref_t.shape)}",
             )
         if cand_t.dtype != ref_t.dtype:
-            raise Failure(
+            raise StageError(
                 ErrorType.DTYPE_MISMATCH,
                 f"{label} has dtype {str(cand_t.dtype).replace('torch.', '')}, expected "
                 f"{str(ref_t.dtype).replace('torch.', '')}",
@@ -772,7 +780,9 @@ def _run_ascend_hooks(
         ascend_checks = None  # type: ignore[assignment]
     if ascend_checks is not None and hasattr(ascend_checks, "run_ascend_checks"):
         try:
-            findings = ascend_checks.run_ascend_checks(job.code, list(state.recorder.launches) if state.recorder else [], job.ascend_profile)  # type: ignore[union-attr]
+            findings = ascend_checks.run_ascend_checks(
+                job.code, list(state.recorder.launches) if state.recorder else [], job.ascend_profile
+            )  # type: ignore[union-attr]
             result.ascend_checks = [dict(f) for f in findings]
         except Exception as exc:  # noqa: BLE001 - a bug in the checks must not fail the candidate
             result.warnings.append(f"Ascend checks could not run: {type(exc).__name__}: {str(exc)[:200]}")
@@ -780,7 +790,7 @@ def _run_ascend_hooks(
             result.warnings.append(f"ascend[{finding.get('rule')}] {finding.get('message')}")
         errors = [f for f in result.ascend_checks if f.get("severity") == "error"]
         if job.ascend_checks == "enforce" and errors:
-            raise Failure(
+            raise StageError(
                 ErrorType.ASCEND_CONSTRAINT,
                 "the kernel breaks Ascend constraints: " + "; ".join(str(f.get("message")) for f in errors[:5]),
             )
@@ -799,7 +809,7 @@ def _run_ascend_hooks(
                 candidate(*inputs)
         roofline = _task_roofline(job, inputs)
         result.estimate = cost_model.estimate(counters, roofline, job.ascend_profile)
-    except Failure:
+    except StageError:
         raise
     except Exception as exc:  # noqa: BLE001
         result.warnings.append(f"cost model could not run: {type(exc).__name__}: {str(exc)[:200]}")
@@ -828,7 +838,7 @@ def _run_profiling(
     ref_bufs = cx.clone_inputs(sets[0])
 
     def load(buffers: list[Any], k: int) -> None:
-        for buf, src in zip(buffers, sets[k]):
+        for buf, src in zip(buffers, sets[k], strict=False):
             if isinstance(buf, torch.Tensor):
                 buf.copy_(src)
 
@@ -844,7 +854,7 @@ def _run_profiling(
         load(cand_bufs, k)
         out = _call_candidate(state, candidate, cand_bufs, False)
         if not cx.outputs_close(out, ref_outs[k], atol, rtol):
-            raise Failure(
+            raise StageError(
                 ErrorType.VALUE_MISMATCH,
                 "the output changed during timing (a result cached across calls, or work skipped once timing "
                 "started); compute the output from the inputs on every call",
@@ -862,10 +872,12 @@ def _run_profiling(
                 warmup=job.profile_warmup,
                 rng=rng,
             )
-    except Failure:
+    except StageError:
         raise
     except BaseException as exc:  # noqa: BLE001
-        raise Failure(classify_exception(exc), "timing failed: " + describe_exception(exc, state.candidate_file)) from None
+        raise StageError(
+            classify_exception(exc), "timing failed: " + describe_exception(exc, state.candidate_file)
+        ) from None
     result.ref_ms = round(timing.ref_ms, 6)
     result.kernel_ms = round(timing.kernel_ms, 6)
     result.speedup = round(timing.speedup, 4)

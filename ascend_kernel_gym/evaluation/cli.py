@@ -66,6 +66,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         backend=args.backend,
         workers=1,
         cache=False,
+        start=False,
         ascend_checks=args.ascend_checks,
         ascend_profile=args.ascend_profile,
     ) as evaluator:

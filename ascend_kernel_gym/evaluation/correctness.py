@@ -109,7 +109,7 @@ def storage_ptrs(values: Any) -> set[int]:
     return ptrs
 
 
-class OutputProblem(Exception):
+class OutputCheckError(Exception):
     """A check on the candidate's output failed; ``kind`` is an ErrorType value."""
 
     def __init__(self, kind: str, message: str, **metrics: Any) -> None:
@@ -120,18 +120,19 @@ class OutputProblem(Exception):
 
 
 def flatten_outputs(cand: Any, ref: Any) -> list[tuple[torch.Tensor, torch.Tensor, str]]:
-    """Pair candidate and reference output tensors; raises OutputProblem on a structure mismatch."""
+    """Pair candidate and reference output tensors; raises OutputCheckError on a structure mismatch."""
     if isinstance(ref, (tuple, list)):
         if not isinstance(cand, (tuple, list)):
-            raise OutputProblem(
-                "wrong_output_type", f"forward must return a {type(ref).__name__} of {len(ref)} tensors, got {_kind(cand)}"
+            raise OutputCheckError(
+                "wrong_output_type",
+                f"forward must return a {type(ref).__name__} of {len(ref)} tensors, got {_kind(cand)}",
             )
         if len(cand) != len(ref):
-            raise OutputProblem(
+            raise OutputCheckError(
                 "shape_mismatch", f"forward returned {len(cand)} outputs, the reference returns {len(ref)}"
             )
         pairs = []
-        for i, (c, r) in enumerate(zip(cand, ref)):
+        for i, (c, r) in enumerate(zip(cand, ref, strict=False)):
             pairs.extend((cc, rr, f"output[{i}]" + label[6:]) for cc, rr, label in flatten_outputs(c, r))
         return pairs
     if not isinstance(ref, torch.Tensor):
@@ -139,7 +140,7 @@ def flatten_outputs(cand: Any, ref: Any) -> list[tuple[torch.Tensor, torch.Tenso
         if isinstance(cand, (int, float, bool)):
             cand = torch.as_tensor(cand)
     if type(cand) is not torch.Tensor:
-        raise OutputProblem(
+        raise OutputCheckError(
             "wrong_output_type",
             f"forward must return exactly a torch.Tensor, got {_kind(cand)}",
         )
@@ -218,7 +219,7 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
 def outputs_close(a: Any, b: Any, atol: float, rtol: float) -> bool:
     """Whether two outputs (tensors or sequences of tensors) agree within tolerance."""
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(outputs_close(x, y, atol, rtol) for x, y in zip(a, b))
+        return len(a) == len(b) and all(outputs_close(x, y, atol, rtol) for x, y in zip(a, b, strict=False))
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         return False
     if a.shape != b.shape:
@@ -229,7 +230,7 @@ def outputs_close(a: Any, b: Any, atol: float, rtol: float) -> bool:
 def outputs_identical(a: Any, b: Any) -> bool:
     """Bitwise equality (NaN equals NaN) of two outputs."""
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(outputs_identical(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(outputs_identical(x, y) for x, y in zip(a, b, strict=False))
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         return False
     if a.shape != b.shape or a.dtype != b.dtype:
@@ -259,7 +260,7 @@ def detach_copy(value: Any) -> Any:
 def inputs_equal(a: list[Any], b: list[Any]) -> list[int]:
     """Indexes of tensor inputs that differ between two input lists (bitwise, NaN-aware)."""
     changed = []
-    for i, (x, y) in enumerate(zip(a, b)):
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and not outputs_identical(x, y):
             changed.append(i)
     return changed

@@ -97,7 +97,9 @@ class Evaluator:
         self.output_cap = int(output_cap)
         self.cache = ResultCache(directory=cache_dir) if (cache or cache_dir is not None) else None
         cores = os.cpu_count() or 1
-        threads = max(1, cores // self.workers) if self.backend == "interpreter" else max(1, min(4, cores // self.workers))
+        threads = (
+            max(1, cores // self.workers) if self.backend == "interpreter" else max(1, min(4, cores // self.workers))
+        )
         devices = self._device_count()
         self._handles = [
             ZygoteHandle(
@@ -225,9 +227,9 @@ class Evaluator:
             executor = self._executor
         futures = [executor.submit(self.evaluate, request) for request in items]
         if progress:
-            from tqdm import tqdm
-
             from concurrent.futures import as_completed
+
+            from tqdm import tqdm
 
             for _ in tqdm(as_completed(futures), total=len(futures), desc="evaluating", unit="kernel"):
                 pass
@@ -359,15 +361,16 @@ class Evaluator:
             name = _SIGNAL_NAMES.get(sig, f"signal {sig}")
             if sig == 9:
                 result.error_type = ErrorType.OOM
-                result.error_message = "the process was killed (SIGKILL), most likely by the system's out-of-memory killer"
+                result.error_message = (
+                    "the process was killed (SIGKILL), most likely by the system's out-of-memory killer"
+                )
             elif sig == 6 and "bad_alloc" in tail:
                 result.error_type = ErrorType.OOM
                 result.error_message = "the process ran out of memory (std::bad_alloc)"
             else:
                 result.error_type = ErrorType.CRASH
-                result.error_message = (
-                    f"the process crashed with {name}"
-                    + (" (invalid memory access: an out-of-bounds pointer or a missing mask?)" if sig in (7, 11) else "")
+                result.error_message = f"the process crashed with {name}" + (
+                    " (invalid memory access: an out-of-bounds pointer or a missing mask?)" if sig in (7, 11) else ""
                 )
         elif status is not None and os.WIFEXITED(status):
             result.error_type = ErrorType.CRASH
@@ -410,4 +413,3 @@ def close_shared_evaluators() -> None:
 
 
 atexit.register(close_shared_evaluators)
-

@@ -19,16 +19,16 @@ _SITE_RE = re.compile(r"(?:/[^\s'\"():,]*)?/(?:site|dist)-packages/")
 _SANDBOX_RE = re.compile(r"(?:/[^\s'\"():,]*)?/akg-(?:eval|sandbox|pool)[^\s'\"():,/]*/(?:[^\s'\"():,/]+/)*")
 _KERNEL_FILE_RE = re.compile(r"(?:/[^\s'\"():,]*)?/kernel\.py")
 _SEED_RE = re.compile(r"\bseed[s]?\s*[=:]\s*-?\d+", re.IGNORECASE)
-_TMP_RE = re.compile(r"/tmp/[^\s'\"():,]+")
+_TMP_RE = re.compile(r"/tmp/[^\s'\"():,]+")  # noqa: S108 - a pattern, not a file
 MAX_FEEDBACK_CHARS = 2500
 
 _HINTS: dict[ErrorType, str] = {
-    ErrorType.NO_CODE: "Reply with one ```python code block that defines class ModelNew and its Triton kernel(s).",
+    ErrorType.NO_CODE: "Reply with one ```python block that defines class ModelNew and its Triton kernel(s).",
     ErrorType.SYNTAX: "Fix the syntax error; the file must be valid Python.",
-    ErrorType.FORBIDDEN: "Remove the forbidden construct(s); use only torch for allocation/views and triton for compute.",
-    ErrorType.MISSING_MODEL_NEW: "Define `class ModelNew(nn.Module)` with the same __init__ and forward signatures as Model.",
+    ErrorType.FORBIDDEN: "Remove the forbidden construct(s): torch only allocates and reshapes, triton computes.",
+    ErrorType.MISSING_MODEL_NEW: "Define `class ModelNew(nn.Module)` with the signatures of Model's __init__ and forward.",
     ErrorType.NO_TRITON_KERNEL: "Write the computation as a @triton.jit kernel and launch it from ModelNew.forward.",
-    ErrorType.COMPILE_ERROR: "Fix the kernel so it compiles (check tl.constexpr block sizes, power-of-2 aranges, dtypes).",
+    ErrorType.COMPILE_ERROR: "Fix the kernel so it compiles (tl.constexpr block sizes, power-of-2 aranges, dtypes).",
     ErrorType.RUNTIME_ERROR: "Fix the error above; check argument order, grid, strides and masks.",
     ErrorType.TIMEOUT: "Make sure every loop terminates and the grid is not excessively large.",
     ErrorType.CRASH: "The process died: look for out-of-bounds pointers (missing masks) or wrong strides.",
@@ -41,9 +41,9 @@ _HINTS: dict[ErrorType, str] = {
     ErrorType.VALUE_MISMATCH: "Check indexing, masks, accumulation dtype (use fp32) and the reduction order.",
     ErrorType.NAN_OR_INF: "Check masked loads (`other=`), divisions and exp overflow (subtract the max first).",
     ErrorType.NONDETERMINISTIC: "Avoid reading uninitialised memory and keeping state between calls.",
-    ErrorType.INPUT_INDEPENDENT: "Compute the output from this call's inputs; do not return constants or cached results.",
+    ErrorType.INPUT_INDEPENDENT: "Compute the output from this call's inputs; no constants or cached results.",
     ErrorType.NO_KERNEL_LAUNCHED: "Launch your @triton.jit kernel in forward on every call: kernel[grid](...).",
-    ErrorType.TORCH_FALLBACK: "Move that computation into your Triton kernel(s); PyTorch may only allocate and reshape.",
+    ErrorType.TORCH_FALLBACK: "Move that computation into your Triton kernel(s); PyTorch may only allocate/reshape.",
     ErrorType.INPUT_MUTATED: "Write results into a new output tensor; never modify the inputs.",
     ErrorType.OUTPUT_ALIASES_INPUT: "Allocate a fresh output tensor and write it with your kernel.",
     ErrorType.ASCEND_CONSTRAINT: "Adapt the kernel to the Ascend constraints listed above.",
@@ -100,7 +100,7 @@ def scrub_text(text: str, sandbox: str | None = None) -> str:
 def _first_lines(text: str, limit: int) -> str:
     lines = [line.rstrip() for line in text.strip().splitlines() if line.strip()]
     if len(lines) > limit:
-        lines = lines[:limit] + [f"[... {len(lines) - limit} more lines]"]
+        lines = [*lines[:limit], f"[... {len(lines) - limit} more lines]"]
     return "\n".join(lines)
 
 

@@ -74,7 +74,9 @@ _WATCHED = frozenset(
 )
 _WATCHED_PREFIXES = ("socket.", *_CANDIDATE_ONLY_EVENTS)
 #: Frequent events that never matter (checked first, for speed).
-_IGNORED = frozenset({"object.__getattr__", "sys._getframe", "builtins.id", "marshal.loads", "os.listdir", "os.scandir"})
+_IGNORED = frozenset(
+    {"object.__getattr__", "sys._getframe", "builtins.id", "marshal.loads", "os.listdir", "os.scandir"}
+)
 
 
 def _stdlib_dirs() -> tuple[str, ...]:
@@ -169,6 +171,7 @@ class SandboxGuard:
         """Install the audit hook (irreversible) and the thread-start refusal."""
         sys.addaudithook(self._hook)
         self._patch_threads()
+        self._patch_import()
         self.active = True
 
     def _refuse(self, message: str) -> None:
@@ -188,12 +191,14 @@ class SandboxGuard:
 
     def _check(self, event: str, args: tuple[Any, ...]) -> None:
         if event == "open":
-            path, mode, flags = (list(args) + [None, None, None])[:3]
+            path, mode, flags = [*args, None, None, None][:3]
             writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
                 isinstance(flags, int) and flags & _WRITE_FLAGS
             )
             if writing and not self._inside(path):
-                self._refuse(f"tried to open {os.fspath(path) if path is not None else '?'} for writing outside its directory")
+                self._refuse(
+                    f"tried to open {os.fspath(path) if path is not None else '?'} for writing outside its directory"
+                )
             return
         if event.startswith("socket."):
             self._refuse(f"tried to use the network ({event})")
@@ -205,7 +210,8 @@ class SandboxGuard:
             executable = args[0] if args else "?"
             if self.backend != "interpreter" and self._caller() == "library":
                 return
-            self._refuse(f"tried to start a subprocess ({os.path.basename(os.fsdecode(executable)) if isinstance(executable, (str, bytes)) else executable})")
+            name = os.path.basename(os.fsdecode(executable)) if isinstance(executable, (str, bytes)) else executable
+            self._refuse(f"tried to start a subprocess ({name})")
             return
         if event in _FS_EVENTS:
             for index in _FS_EVENTS[event]:
@@ -232,6 +238,27 @@ class SandboxGuard:
             return
         if event.startswith(_CANDIDATE_ONLY_EVENTS) and self._caller() == "candidate":
             self._refuse(f"tried to use {event}")
+
+    def _patch_import(self) -> None:
+        """Check ``import`` statements in candidate code even for modules already in ``sys.modules``
+        (those raise no ``import`` audit event)."""
+        import builtins
+
+        from ascend_kernel_gym.evaluation.policy import ALLOWED_IMPORT_ROOTS, FORBIDDEN_MODULES
+
+        original = builtins.__import__
+        guard = self
+
+        def guarded_import(
+            name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+        ) -> Any:
+            if guard.active and sys._getframe(1).f_code.co_filename == guard.candidate_file:
+                root = name.split(".")[0]
+                if level or root not in ALLOWED_IMPORT_ROOTS or root in FORBIDDEN_MODULES:
+                    guard._refuse(f"tried to import the forbidden module {name}")
+            return original(name, globals, locals, fromlist, level)
+
+        builtins.__import__ = guarded_import
 
     def _patch_threads(self) -> None:
         import _thread

@@ -11,6 +11,7 @@ Imports neither torch nor triton.
 from __future__ import annotations
 
 import os
+import pickle
 import select
 import subprocess
 import sys
@@ -19,9 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ascend_kernel_gym.evaluation.zygote import BOOTSTRAP, _HEADER, write_message
-
-import pickle
+from ascend_kernel_gym.evaluation.zygote import _HEADER, BOOTSTRAP, write_message
 
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "TMPDIR", "PYTHONHASHSEED", "SYSTEMROOT")
 _ENV_PREFIXES = ("CUDA", "NVIDIA", "ASCEND", "NPU_", "HCCL", "TRITON_PTXAS", "TRITON_LIBCUDA")
@@ -98,11 +97,14 @@ class ZygoteHandle:
         )
         self.starts += 1
         self._ready = False
-        write_message(self.proc.stdin.fileno(), {  # type: ignore[union-attr]
-            "backend": self.backend,
-            "torch_threads": self.threads,
-            "tmp_root": self.tmp_root,
-        })
+        write_message(
+            self.proc.stdin.fileno(),
+            {  # type: ignore[union-attr]
+                "backend": self.backend,
+                "torch_threads": self.threads,
+                "tmp_root": self.tmp_root,
+            },
+        )
         reply = self._read(time.monotonic() + START_TIMEOUT_S)
         if not isinstance(reply, dict) or not reply.get("ready"):
             self.kill()

@@ -153,11 +153,13 @@ class Recorder:
             bound.apply_defaults()
             values = dict(bound.arguments)
         except TypeError:
-            values = dict(zip(params, args))
+            values = dict(zip(params, args, strict=False))
             values.update(known)
         return values
 
-    def _record_launch(self, python_fn: Any, bound: dict[str, Any], grid: tuple[int, ...], kwargs: dict[str, Any]) -> None:
+    def _record_launch(
+        self, python_fn: Any, bound: dict[str, Any], grid: tuple[int, ...], kwargs: dict[str, Any]
+    ) -> None:
         self.launch_count += 1
         if len(self.launches) >= MAX_LAUNCH_RECORDS:
             return

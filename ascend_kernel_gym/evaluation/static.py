@@ -120,7 +120,13 @@ class StaticReport:
     @property
     def error_type(self) -> ErrorType:
         """The most important violation's type (syntax > forbidden > missing ModelNew > no kernel)."""
-        order = [ErrorType.NO_CODE, ErrorType.SYNTAX, ErrorType.FORBIDDEN, ErrorType.MISSING_MODEL_NEW, ErrorType.NO_TRITON_KERNEL]
+        order = [
+            ErrorType.NO_CODE,
+            ErrorType.SYNTAX,
+            ErrorType.FORBIDDEN,
+            ErrorType.MISSING_MODEL_NEW,
+            ErrorType.NO_TRITON_KERNEL,
+        ]
         kinds = {v.error_type for v in self.violations}
         for kind in order:
             if kind in kinds:
@@ -310,7 +316,9 @@ class _Checker(ast.NodeVisitor):
             node.func._akg_called = True  # type: ignore[attr-defined]
         if func_path in ("builtins.getattr", "builtins.setattr", "builtins.hasattr"):
             name = func_path.split(".")[1]
-            if len(node.args) < 2 or not (isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+            if len(node.args) < 2 or not (
+                isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+            ):
                 self.fail(node, f"`{name}` with a computed attribute name is forbidden; write the attribute out")
             else:
                 attr = node.args[1].value
@@ -345,7 +353,7 @@ class _Checker(ast.NodeVisitor):
             )
         self.generic_visit(node)
 
-    visit_TryStar = visit_Try
+    visit_TryStar = visit_Try  # noqa: N815
 
     def visit_Global(self, node: ast.Global) -> None:
         self.generic_visit(node)
@@ -383,7 +391,7 @@ class _Checker(ast.NodeVisitor):
         self._kernel_depth -= int(is_kernel)
         self._forward_depth -= int(is_forward)
 
-    visit_AsyncFunctionDef = visit_FunctionDef
+    visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815
 
     def is_kernel(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         for decorator in node.decorator_list:
@@ -451,7 +459,9 @@ def check_source(code: str) -> StaticReport:
         return report
     if not tree.body:
         report = StaticReport()
-        report.violations.append(Violation(ErrorType.NO_CODE, "the code has no statements (only comments or blank lines)"))
+        report.violations.append(
+            Violation(ErrorType.NO_CODE, "the code has no statements (only comments or blank lines)")
+        )
         return report
     checker = _Checker(tree)
     try:

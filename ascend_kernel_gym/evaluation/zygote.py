@@ -91,7 +91,7 @@ class Zygote:
     def warm(self) -> dict[str, Any]:
         started = time.perf_counter()
         import torch
-        import triton  # noqa: F401
+        import triton
         import triton.language  # noqa: F401
 
         torch.set_num_threads(self.torch_threads)
@@ -107,9 +107,9 @@ class Zygote:
         import typing  # noqa: F401
         import warnings  # noqa: F401
 
-        import ascend_kernel_gym.evaluation.child  # noqa: F401
-        import ascend_kernel_gym.evaluation.correctness  # noqa: F401
-        import ascend_kernel_gym.evaluation.profiling  # noqa: F401
+        import ascend_kernel_gym.evaluation.child
+        import ascend_kernel_gym.evaluation.correctness
+        import ascend_kernel_gym.evaluation.profiling
         import ascend_kernel_gym.evaluation.recorder  # noqa: F401
 
         for optional in ("typing_extensions", "triton.language.extra", "triton.language.extra.libdevice"):
@@ -294,7 +294,11 @@ class Zygote:
             message = json.loads(payload)
         except ValueError:
             return None
-        if not isinstance(message, dict) or message.get("token") != token or not isinstance(message.get("result"), dict):
+        if (
+            not isinstance(message, dict)
+            or message.get("token") != token
+            or not isinstance(message.get("result"), dict)
+        ):
             return None
         return message["result"]
 

@@ -32,7 +32,9 @@ def _register_eval(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--suite", default="core", help="bundled suite name or suite directory (default: core)")
     p.add_argument("--split", default="test", choices=("train", "test", "all"), help="default: test")
     p.add_argument("--levels", type=int, nargs="+", default=None, help="only these levels, e.g. --levels 1 2")
-    p.add_argument("--tasks", nargs="+", default=None, metavar="ID", help="only these task ids")
+    p.add_argument(
+        "--tasks", nargs="+", default=None, metavar="ID", help="only these task ids (from any split of the suite)"
+    )
     p.add_argument("--backend", default="auto", choices=("auto", "npu", "cuda", "interpreter"), help="default: auto")
     p.add_argument("--turns", type=int, default=1, help="maximum turns per episode (default: 1)")
     p.add_argument("--samples", type=int, default=1, help="episodes per task, for pass@k (default: 1)")

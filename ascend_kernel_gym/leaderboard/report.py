@@ -17,6 +17,11 @@ def speedup_is_measured(backend: str | None) -> bool:
     return backend not in (None, "", "interpreter")
 
 
+def run_split(config: dict[str, Any]) -> str:
+    """The split a run covers: ``custom`` when it ran an explicit ``--tasks`` list."""
+    return "custom" if config.get("task_ids") else str(config.get("split"))
+
+
 def run_report(run_dir: str | Path) -> dict[str, Any]:
     """Manifest summary plus metrics of a run directory."""
     manifest, records = load_run(run_dir)
@@ -32,7 +37,7 @@ def run_report(run_dir: str | Path) -> dict[str, Any]:
         "run": str(run_dir),
         "agent": manifest.get("agent", {}),
         "suite": manifest.get("suite", {}),
-        "split": config.get("split"),
+        "split": run_split(config),
         "backend": backend,
         "device": (manifest.get("device") or {}).get("name"),
         "turns": config.get("turns"),

@@ -150,10 +150,16 @@ class GenerationBatcher:
         self._cond = threading.Condition()
         self._queue: list[_Request] = []
         self._remaining = episodes
+        self._policy_lock = threading.Lock()
         self._closed = False
         self.aborted: BaseException | None = None
         self.calls = 0
         self.batch_sizes: list[int] = []
+
+    def reset_policy(self) -> None:
+        """``policy.reset()`` at an episode's start (serialised with generation; see Policy.reset)."""
+        with self._policy_lock:
+            self.policy.reset()
 
     @property
     def live(self) -> int:
@@ -228,7 +234,8 @@ class GenerationBatcher:
                 return
             started = time.monotonic()
             try:
-                generations = self._generate(batch)
+                with self._policy_lock:
+                    generations = self._generate(batch)
             except Exception as exc:  # delivered to every waiting episode, then re-raised
                 for req in batch:
                     req.error = exc
@@ -301,6 +308,7 @@ class _EpisodeRunner:
         }
         generate_s = env_s = 0.0
         try:
+            self.batcher.reset_policy()
             env = self.env()
             seed = episode_seed(self.config.seed, task.id, sample)
             _, info = env.reset(seed=seed, options={"task_id": task.id})
@@ -378,7 +386,7 @@ def _versions() -> dict[str, Any]:
     return out
 
 
-def _check_resume(run_dir: Path, config_view: dict[str, Any]) -> dict[str, Any] | None:
+def _check_resume(run_dir: Path, config_view: dict[str, Any], agent_meta: dict[str, Any]) -> dict[str, Any] | None:
     try:
         old = read_manifest(run_dir)
     except FileNotFoundError:
@@ -389,6 +397,10 @@ def _check_resume(run_dir: Path, config_view: dict[str, Any]) -> dict[str, Any] 
         for key in RESUME_KEYS
         if old_config.get(key) != config_view[key]
     ]
+    old_agent = old.get("agent", {})
+    for key in ("name", "model"):
+        if old_agent.get(key) != agent_meta.get(key):
+            clashes.append(f"agent {key}: {old_agent.get(key)!r} in run.json vs {agent_meta.get(key)!r} now")
     old_hash = old.get("suite", {}).get("content_sha256")
     if old_hash and old_hash != config_view["suite_content_sha256"]:
         clashes.append("suite content changed since the run started (task files differ)")
@@ -403,7 +415,9 @@ def _check_resume(run_dir: Path, config_view: dict[str, Any]) -> dict[str, Any] 
 def _resolve_tasks(config: EvalConfig) -> tuple[list[Task], list[Task]]:
     from ascend_kernel_gym.tasks.suite import load_suite
 
-    tasks = load_suite(config.suite, split=config.split, levels=config.levels, task_ids=config.task_ids)
+    # explicit task ids are taken from the whole suite, as the environment does
+    split = "all" if config.task_ids else config.split
+    tasks = load_suite(config.suite, split=split, levels=config.levels, task_ids=config.task_ids)
     if not tasks:
         raise ValueError(f"no tasks selected (suite={config.suite!r}, split={config.split!r}, levels={config.levels})")
     return tasks, load_suite(config.suite, split="all")
@@ -439,16 +453,15 @@ def run_eval(
     suite_hash = suite_content_hash(suite_tasks)
     config_view = {**asdict(config), "backend": backend, "backend_requested": config.backend,
                    "suite_content_sha256": suite_hash}
-    old_manifest = _check_resume(run_dir, config_view)
-
-    done = read_results(run_dir)
-    pending = [(t, s) for t in tasks for s in range(config.samples) if (t.id, s) not in done]
-    total = len(tasks) * config.samples
-
     if policy is None:
         policy = build_policy(config.agent, tasks, {**config.agent_options})
     agent_meta = policy.describe()
     agent_meta.setdefault("spec", config.agent)
+    old_manifest = _check_resume(run_dir, config_view, agent_meta)
+
+    done = read_results(run_dir)
+    pending = [(t, s) for t in tasks for s in range(config.samples) if (t.id, s) not in done]
+    total = len(tasks) * config.samples
     invocation = {"started": utc_now(), "finished": None, "episodes_run": 0, "argv": sys.argv[1:]}
     manifest: dict[str, Any] = {
         "schema": RUN_SCHEMA,
@@ -465,6 +478,8 @@ def run_eval(
         "status": "running",
         "invocations": [*(old_manifest or {}).get("invocations", []), invocation],
     }
+    if pending:  # fail fast on a bad environment configuration (reward preset, env kwargs, ...)
+        (env_factory or default_env_factory)(config, backend).close()
     write_manifest(run_dir, manifest)
 
     writer = ResultsWriter(run_dir)

@@ -24,7 +24,7 @@ from typing import Any
 
 from ascend_kernel_gym.leaderboard.metrics import compute_metrics
 from ascend_kernel_gym.leaderboard.records import json_safe, load_run, rank_key, sha256_text, utc_now
-from ascend_kernel_gym.leaderboard.report import speedup_is_measured
+from ascend_kernel_gym.leaderboard.report import run_split, speedup_is_measured
 
 SCHEMA_VERSION = 1
 KIND = "ascend-kernel-gym-submission"
@@ -171,7 +171,7 @@ def build_submission(run_dir: str | Path) -> dict[str, Any]:
         "suite": {
             "name": suite.get("name"),
             "content_sha256": suite.get("content_sha256"),
-            "split": config.get("split"),
+            "split": run_split(config),
             "levels": config.get("levels"),
             "tasks_in_suite": suite.get("tasks_in_suite"),
             "task_count": len(entries),

@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 #: Launch configurations tried by default (values for the solution's ``BLOCK_SIZE``-like constant).
-DEFAULT_BLOCK_SIZES: tuple[int, ...] = (32, 256, 4096)
+DEFAULT_BLOCK_SIZES: tuple[int, ...] = (128, 2048, 8192)
 #: Mutations applied by default, in slot order (see :func:`kernel_variants`).
 DEFAULT_MUTATIONS: tuple[str, ...] = ("grid_minus_one", "mask_off_by_one", "skip_launch", "torch_fallback")
 #: The default action menu: slot names, identical for every task.

@@ -15,7 +15,6 @@ from ascend_kernel_gym.evaluation.result import ErrorType, EvalRequest, EvalResu
 RELU = "core/L1/relu"
 
 
-
 class FakeEvaluator:
     """Markers in the code decide the result: HACK, SLOW, FAST, SPEEDUP=<x>, ModelNew, else compile error."""
 

@@ -246,7 +246,7 @@ def test_clipped_observation_keeps_task_and_latest_feedback(fake_evaluator) -> N
     env = make_env(fake_evaluator, max_obs_chars=8_000, max_turns=4)
     first, _ = env.reset(seed=0)
     for _ in range(3):
-        obs, *_ , info = env.step("W" * 5_000)
+        obs, *_, info = env.step("W" * 5_000)
     assert len(obs) <= 8_000
     assert obs.startswith(first[:2000])  # system message and the start of the task prompt
     assert obs.endswith(info["feedback"])

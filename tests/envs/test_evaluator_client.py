@@ -88,3 +88,22 @@ def test_address_parsing_and_argument_checks() -> None:
         EvaluatorServer(object())
     with pytest.raises(RuntimeError, match="not started"):
         EvaluatorServer(FakeEvaluator()).address
+
+
+def test_env_accepts_a_host_port_address(monkeypatch) -> None:
+    """evaluator="host:port" connects with this process's multiprocessing authkey (inherited by children)."""
+    import ascend_kernel_gym.envs.ascend_triton as module
+    from ascend_kernel_gym.envs.ascend_triton import AscendTritonEnv
+
+    monkeypatch.setattr(module, "_render_feedback", lambda result: "feedback")
+    fake = FakeEvaluator()
+    authkey = bytes(multiprocessing.current_process().authkey)
+    with EvaluatorServer(fake, authkey=authkey) as server:
+        host, port = server.address
+        env = AscendTritonEnv(task_ids=[RELU], evaluator=f"{host}:{port}")
+        assert env.backend == "interpreter"  # asked from the server
+        env.reset(seed=0)
+        _, _, _, _, info = env.step("```python\nclass ModelNew: pass\n```")
+        assert info["eval"]["correct"] and info["evaluator_id"] == evaluator_id_of(fake)
+        assert len(fake.requests) == 1
+        env.close()

@@ -47,3 +47,18 @@ def test_bad_templates_are_rejected_with_the_file_name(tmp_path: Path) -> None:
 
 def test_fill_does_not_expand_placeholders_inside_values() -> None:
     assert fill("a {{x}} b", {"x": "{{y}}"}) == "a {{y}} b"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="evaluation/policy.py does not allow `import torch_npu` yet (requested from the evaluator helper); "
+    "the npu prompt asks for it, so a compliant answer is rejected as forbidden. Remove this marker once allowed.",
+)
+def test_npu_prompt_instructions_pass_the_static_stage() -> None:
+    from ascend_kernel_gym.evaluation import check_source
+    from ascend_kernel_gym.tasks import get_task
+
+    source = get_task("core/L1/relu").solution_source()
+    header = "import torch\nimport torch.nn as nn\nimport torch_npu\nimport triton\nimport triton.language as tl\n"
+    report = check_source(header + source)
+    assert report.ok, report.message()

@@ -31,7 +31,8 @@ def test_async_vector_env_workers_share_one_pool() -> None:
         assert server.evaluator is get_shared_evaluator("interpreter")  # the parent's own shared pool
         evaluations_before = server.evaluator.stats["evaluations"]
         client = server.client()
-        envs = gym.vector.AsyncVectorEnv([_make_env(client), _make_env(client)], shared_memory=False)
+        # spawn: the parent runs server and pool threads, and forking a multi-threaded process can deadlock
+        envs = gym.vector.AsyncVectorEnv([_make_env(client), _make_env(client)], shared_memory=False, context="spawn")
         try:
             obs, infos = envs.reset(seed=0)
             assert all(RELU in o for o in obs)
@@ -65,3 +66,21 @@ def test_sync_vector_env_envs_share_the_default_pool() -> None:
         assert list(reward) == [0.5, 0.5]
     finally:
         envs.close()
+
+
+def test_envs_in_threads_share_the_default_pool() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def episode(index: int) -> tuple[object, str]:
+        env = _make_env(None)()
+        env.reset(seed=index)
+        _, _, _, _, info = env.step(BROKEN)
+        evaluator = env.unwrapped.evaluator
+        env.close()
+        return evaluator, info["evaluator_id"]
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        outcomes = list(pool.map(episode, range(3)))
+    shared = get_shared_evaluator("interpreter")
+    assert all(evaluator is shared for evaluator, _ in outcomes)
+    assert len({evaluator_id for _, evaluator_id in outcomes}) == 1

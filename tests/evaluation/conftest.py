@@ -11,9 +11,15 @@ from ascend_kernel_gym.tasks import get_task
 
 
 @pytest.fixture(scope="session")
-def evaluator() -> Iterator[Evaluator]:
+def pool_root(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Where the session pool keeps its temporary directories (checked for leftovers)."""
+    return str(tmp_path_factory.mktemp("akg-evaluator-pool"))
+
+
+@pytest.fixture(scope="session")
+def evaluator(pool_root: str) -> Iterator[Evaluator]:
     """Two interpreter workers, no result cache (every test really evaluates)."""
-    ev = Evaluator(backend="interpreter", workers=2, cache=False, memory_mb=2048, timeout_s=120)
+    ev = Evaluator(backend="interpreter", workers=2, cache=False, memory_mb=2048, timeout_s=120, tmp_root=pool_root)
     try:
         yield ev
     finally:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ascend_kernel_gym.evaluation import EvalRequest, ErrorType, render_feedback
+from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, render_feedback
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES
 from ascend_kernel_gym.tasks import get_task
 

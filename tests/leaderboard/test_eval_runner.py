@@ -114,6 +114,11 @@ def test_resume_with_a_different_configuration_is_refused(tmp_path):
     with pytest.raises(ValueError, match="turns"):
         run_eval(config(tmp_path, turns=3), policy=RecordingPolicy(), env_factory=env_factory_with(evaluator),
                  progress=False)
+    other = RecordingPolicy()
+    other.name = "another-model"
+    with pytest.raises(ValueError, match="agent name"):
+        run_eval(config(tmp_path), policy=other, env_factory=env_factory_with(evaluator), progress=False)
+    assert evaluator.calls == 3  # the refused runs evaluated nothing
 
 
 def test_bad_configuration_fails_fast(tmp_path):
@@ -123,6 +128,9 @@ def test_bad_configuration_fails_fast(tmp_path):
         config(tmp_path, samples=0)
     with pytest.raises(KeyError, match="unknown task ids"):
         run_eval(config(tmp_path, task_ids=["core/L1/nope"]), policy=RecordingPolicy(), progress=False)
+    with pytest.raises(ValueError, match="reward"):
+        run_eval(config(tmp_path, reward="no-such-preset"), policy=RecordingPolicy(), progress=False)
+    assert not (tmp_path / "run" / "results.jsonl").exists() and not (tmp_path / "run" / "run.json").exists()
 
 
 def test_reference_policy_answers_with_the_bundled_solution():

@@ -214,6 +214,7 @@ def test_outcome_classes():
     assert set(OUTCOMES) >= {"none", "ok", "incorrect", "error", "invalid", "hack"}
 
 
+@pytest.mark.slow
 def test_minilm_embedding_is_appended_and_tells_tasks_apart():
     env = KernelChoiceEnv([RELU, SUM], evaluator=StubEvaluator(), embedding=True)
     assert env.embedding_dim == 384
@@ -245,12 +246,12 @@ def test_docs_quickstart_check_env_passes_and_the_real_evaluator_grades_the_defa
     env = namespace["env"]
     outcomes = {name: outcome_of(env.result_for(RELU, name)) for name in env.menu}
     assert outcomes["reference"] == "ok"
-    assert outcomes["block_size=256"] == "ok"
+    assert outcomes["block_size=2048"] == "ok"
     assert outcomes["mask_off_by_one"] == "incorrect"
     assert outcomes["torch_fallback"] == "hack"
     assert outcomes["skip_launch"] in ("hack", "incorrect")
     assert namespace["verdicts"]["reference"] == "none"
-    assert namespace["model"].num_timesteps >= 256
+    assert namespace["model"].num_timesteps >= 128
 
 
 @pytest.mark.slow

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: no_kernel_launched
 # Computes once with the kernel, then returns the cache without launching anything.
 import torch

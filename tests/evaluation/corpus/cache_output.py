@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: input_independent
 # Computes once, then returns the cached result (with a decoy launch) on every later call.
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: compile_error
 # tl.arange needs a power-of-two range.
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: forbidden
 # Captures a CUDA graph.
 import torch

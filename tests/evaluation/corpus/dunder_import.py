@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: forbidden
 # Imports os through __import__.
 import torch

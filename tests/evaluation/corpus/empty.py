@@ -1,1 +1,2 @@
+# ruff: noqa
 # expected: no_code

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: forbidden
 # Walks frames to reach the harness.
 import torch

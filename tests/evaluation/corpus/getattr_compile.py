@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: forbidden
 # Reaches torch.compile through a computed attribute name.
 import torch

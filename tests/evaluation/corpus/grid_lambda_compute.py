@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: torch_fallback
 # Hides the PyTorch computation inside the grid callable.
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: oom
 # Grows its memory until something gives.
 import torch

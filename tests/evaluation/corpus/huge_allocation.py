@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: oom
 # Asks for a terabyte.
 import torch

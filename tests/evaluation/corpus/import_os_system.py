@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: forbidden
 # Runs a shell command.
 import torch

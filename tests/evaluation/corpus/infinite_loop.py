@@ -1,7 +1,7 @@
+# ruff: noqa
 # expected: timeout
 # timeout: 8
 # Never returns.
-import torch
 import torch.nn as nn
 import triton
 import triton.language as tl

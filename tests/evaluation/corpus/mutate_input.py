@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: input_mutated
 # Correct output, but the kernel also overwrites the input in place.
 import torch

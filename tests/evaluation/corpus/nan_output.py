@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: nan_or_inf
 # Writes NaN.
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: no_kernel_launched
 # A kernel is defined but forward never launches it.
 import torch

@@ -1,7 +1,6 @@
+# ruff: noqa
 # expected: missing_model_new
 # No ModelNew class.
-import torch
-import torch.nn as nn
 import triton
 import triton.language as tl
 

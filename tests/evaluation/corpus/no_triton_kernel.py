@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: no_triton_kernel
 # No Triton kernel at all.
 import torch

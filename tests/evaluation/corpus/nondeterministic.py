@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: nondeterministic
 # Output depends on how often forward was called.
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: forbidden
 # Computes with NumPy.
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: wrong_output_type
 # Returns an nn.Parameter (a tensor subclass).
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: sandbox_violation
 # Monkeypatches torch through a function argument, which the static stage cannot resolve.
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: sandbox_violation
 # Replaces a method of torch.Tensor through a function argument.
 import torch

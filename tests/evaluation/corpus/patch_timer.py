@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: forbidden
 # Monkeypatches the timers.
 import torch

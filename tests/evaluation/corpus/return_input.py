@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: output_aliases_input
 # Launches the kernel on a scratch buffer, then returns its input.
 import torch

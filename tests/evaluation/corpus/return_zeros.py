@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: input_independent
 # A decoy launch, then all zeros.
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: runtime_error
 # Wrong number of kernel arguments.
 import torch

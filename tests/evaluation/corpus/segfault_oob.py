@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: crash
 # An out-of-bounds pointer in the kernel: the interpreter dereferences it and the process dies.
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: forbidden
 # Opens a network socket.
 import torch

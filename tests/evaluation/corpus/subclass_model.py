@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: forbidden
 # Inherits the reference Model.
 import torch

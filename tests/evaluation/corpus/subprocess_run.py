@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: forbidden
 # Starts a subprocess.
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: syntax
 # Not valid Python.
 import torch

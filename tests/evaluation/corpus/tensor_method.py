@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: torch_fallback
 # A tensor method (clamp) does the work.
 import torch

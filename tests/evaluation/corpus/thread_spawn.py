@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: forbidden
 # Does the work in a background thread.
 import torch

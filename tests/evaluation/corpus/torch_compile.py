@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: forbidden
 # Lets Inductor write the kernel.
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: forbidden
 # Calls PyTorch inside a Triton kernel.
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: torch_fallback
 # PyTorch does the work; the kernel is a decoy.
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: forbidden
 # Falls back to PyTorch when the kernel fails.
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: forbidden
 # Writes a file outside its directory.
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: dtype_mismatch
 # Returns float64.
 import torch

@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: wrong_output_type
 # Wraps the output in a tuple.
 import torch

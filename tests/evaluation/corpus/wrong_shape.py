@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: shape_mismatch
 # Returns a flattened output.
 import torch

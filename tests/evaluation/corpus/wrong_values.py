@@ -1,3 +1,4 @@
+# ruff: noqa
 # expected: value_mismatch
 # Copies instead of applying ReLU.
 import torch

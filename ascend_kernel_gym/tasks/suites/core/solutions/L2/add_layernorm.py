@@ -56,7 +56,7 @@ class ModelNew(nn.Module):
         M, N = x2.shape
         y = torch.empty_like(x2)
         BLOCK_N = min(triton.next_power_of_2(N), 4096)
-        ROWS = max(1, min(16, 4096 // BLOCK_N))
+        ROWS = max(1, min(64, 4096 // BLOCK_N))
         add_layernorm_kernel[(triton.cdiv(M, ROWS),)](
             x2, r2, self.norm.weight, self.norm.bias, y, M, N, self.norm.eps,
             x2.stride(0), r2.stride(0), y.stride(0),

@@ -36,14 +36,18 @@ def flash_attention_kernel(
     for n0 in range(0, S, BLOCK_N):
         keys = n0 + rn
         key_mask = keys < S
-        kt = tl.load(k_base + keys[None, :] * stride_ks + rd[:, None], mask=d_mask[:, None] & key_mask[None, :], other=0.0)
+        kt = tl.load(
+            k_base + keys[None, :] * stride_ks + rd[:, None], mask=d_mask[:, None] & key_mask[None, :], other=0.0,
+        )
         s = tl.dot(q, kt) * sm_scale  # [BLOCK_M, BLOCK_N], fp32
         s = tl.where(key_mask[None, :], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         alpha = tl.exp(m_i - m_new)
         p = tl.exp(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        v = tl.load(v_base + keys[:, None] * stride_vs + rd[None, :], mask=key_mask[:, None] & d_mask[None, :], other=0.0)
+        v = tl.load(
+            v_base + keys[:, None] * stride_vs + rd[None, :], mask=key_mask[:, None] & d_mask[None, :], other=0.0,
+        )
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
     out = acc / l_i[:, None]

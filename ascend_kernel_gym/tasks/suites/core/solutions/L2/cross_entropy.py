@@ -51,8 +51,10 @@ class ModelNew(nn.Module):
         per_row = torch.empty((M,), device=logits.device, dtype=torch.float32)
         out = torch.empty((), device=logits.device, dtype=logits.dtype)
         BLOCK_V = min(triton.next_power_of_2(V), 4096)
-        ROWS = max(1, min(16, 4096 // BLOCK_V))
-        row_loss_kernel[(triton.cdiv(M, ROWS),)](logits, targets, per_row, M, V, logits.stride(0), ROWS=ROWS, BLOCK_V=BLOCK_V)
+        ROWS = max(1, min(64, 4096 // BLOCK_V))
+        row_loss_kernel[(triton.cdiv(M, ROWS),)](
+            logits, targets, per_row, M, V, logits.stride(0), ROWS=ROWS, BLOCK_V=BLOCK_V,
+        )
         BLOCK = min(triton.next_power_of_2(M), 1024)
         mean_kernel[(1,)](per_row, out, M, BLOCK=BLOCK)
         return out

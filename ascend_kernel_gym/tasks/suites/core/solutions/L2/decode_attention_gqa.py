@@ -24,7 +24,10 @@ def gqa_decode_kernel(
     g_mask = rg < GROUP
     d_mask = rd < D
     heads = hkv * GROUP + rg
-    q = tl.load(q_ptr + b * stride_qb + heads[:, None] * stride_qh + rd[None, :], mask=g_mask[:, None] & d_mask[None, :], other=0.0)
+    q = tl.load(
+        q_ptr + b * stride_qb + heads[:, None] * stride_qh + rd[None, :],
+        mask=g_mask[:, None] & d_mask[None, :], other=0.0,
+    )
     k_base = k_ptr + b * stride_kb + hkv * stride_kh
     v_base = v_ptr + b * stride_vb + hkv * stride_vh
 
@@ -34,14 +37,18 @@ def gqa_decode_kernel(
     for n0 in range(0, S, BLOCK_N):
         keys = n0 + rn
         key_mask = keys < S
-        kt = tl.load(k_base + keys[None, :] * stride_ks + rd[:, None], mask=d_mask[:, None] & key_mask[None, :], other=0.0)
+        kt = tl.load(
+            k_base + keys[None, :] * stride_ks + rd[:, None], mask=d_mask[:, None] & key_mask[None, :], other=0.0,
+        )
         s = tl.dot(q, kt) * sm_scale
         s = tl.where(key_mask[None, :], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         alpha = tl.exp(m_i - m_new)
         p = tl.exp(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        v = tl.load(v_base + keys[:, None] * stride_vs + rd[None, :], mask=key_mask[:, None] & d_mask[None, :], other=0.0)
+        v = tl.load(
+            v_base + keys[:, None] * stride_vs + rd[None, :], mask=key_mask[:, None] & d_mask[None, :], other=0.0,
+        )
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
     out = acc / l_i[:, None]

@@ -49,7 +49,7 @@ class ModelNew(nn.Module):
         M, N = x2.shape
         y = torch.empty_like(x2)
         BLOCK_N = min(triton.next_power_of_2(N), 4096)
-        ROWS = max(1, min(16, 4096 // BLOCK_N))
+        ROWS = max(1, min(64, 4096 // BLOCK_N))
         grid = (triton.cdiv(M, ROWS),)
         residual_rmsnorm_kernel[grid](
             x2, r2, self.weight, y, M, N, self.eps,

@@ -45,21 +45,27 @@ def attention_kernel(
     rd = tl.arange(0, BLOCK_D)
     d_mask = rd < D
     base = b * stride_b
-    q = tl.load(q_ptr + base + rm[:, None] * stride_s + rd[None, :], mask=(rm[:, None] < S) & d_mask[None, :], other=0.0)
+    q = tl.load(
+        q_ptr + base + rm[:, None] * stride_s + rd[None, :], mask=(rm[:, None] < S) & d_mask[None, :], other=0.0,
+    )
     m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
     for n0 in range(0, S, BLOCK_N):
         keys = n0 + rn
         key_mask = keys < S
-        kt = tl.load(k_ptr + base + keys[None, :] * stride_s + rd[:, None], mask=d_mask[:, None] & key_mask[None, :], other=0.0)
+        kt = tl.load(
+            k_ptr + base + keys[None, :] * stride_s + rd[:, None], mask=d_mask[:, None] & key_mask[None, :], other=0.0,
+        )
         s = tl.dot(q, kt, input_precision="ieee") * sm_scale
         s = tl.where(key_mask[None, :], s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         alpha = tl.exp(m_i - m_new)
         p = tl.exp(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        v = tl.load(v_ptr + base + keys[:, None] * stride_s + rd[None, :], mask=key_mask[:, None] & d_mask[None, :], other=0.0)
+        v = tl.load(
+            v_ptr + base + keys[:, None] * stride_s + rd[None, :], mask=key_mask[:, None] & d_mask[None, :], other=0.0,
+        )
         acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
         m_i = m_new
     out = acc / l_i[:, None]
@@ -75,7 +81,7 @@ def _linear(x2: torch.Tensor, layer: nn.Linear) -> torch.Tensor:
     M, K = x2.shape
     N = w.shape[0]
     y = torch.empty((M, N), device=x2.device, dtype=x2.dtype)
-    BLOCK_M, BLOCK_N, BLOCK_K = _block(M, 64), _block(N, 64), _block(K, 32)
+    BLOCK_M, BLOCK_N, BLOCK_K = _block(M, 64), _block(N, 64), _block(K, 64)
     grid = (triton.cdiv(M, BLOCK_M), triton.cdiv(N, BLOCK_N))
     linear_kernel[grid](
         x2, w, b, y, M, N, K, x2.stride(0), x2.stride(1), w.stride(0), w.stride(1), y.stride(0),

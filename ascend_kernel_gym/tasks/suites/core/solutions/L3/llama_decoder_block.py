@@ -82,25 +82,36 @@ def causal_attention_kernel(
     rd = tl.arange(0, BLOCK_D)
     d_mask = rd < D
     base = b * S * stride_tok + h * D
-    q = tl.load(q_ptr + base + rm[:, None] * stride_tok + rd[None, :], mask=(rm[:, None] < S) & d_mask[None, :], other=0.0)
+    q = tl.load(
+        q_ptr + base + rm[:, None] * stride_tok + rd[None, :], mask=(rm[:, None] < S) & d_mask[None, :], other=0.0,
+    )
     m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
     hi = tl.minimum(S, (pid_m + 1) * BLOCK_M)  # keys past the last query of this block are all masked
     for n0 in range(0, hi, BLOCK_N):
         keys = n0 + rn
-        kt = tl.load(k_ptr + base + keys[None, :] * stride_tok + rd[:, None], mask=d_mask[:, None] & (keys[None, :] < S), other=0.0)
+        kt = tl.load(
+            k_ptr + base + keys[None, :] * stride_tok + rd[:, None],
+            mask=d_mask[:, None] & (keys[None, :] < S), other=0.0,
+        )
         s = tl.dot(q, kt) * sm_scale
         s = tl.where((keys[None, :] <= rm[:, None]) & (keys[None, :] < S), s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         alpha = tl.exp(m_i - m_new)
         p = tl.exp(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        v = tl.load(v_ptr + base + keys[:, None] * stride_tok + rd[None, :], mask=(keys[:, None] < S) & d_mask[None, :], other=0.0)
+        v = tl.load(
+            v_ptr + base + keys[:, None] * stride_tok + rd[None, :],
+            mask=(keys[:, None] < S) & d_mask[None, :], other=0.0,
+        )
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
     out = acc / l_i[:, None]
-    tl.store(o_ptr + base + rm[:, None] * stride_tok + rd[None, :], out.to(o_ptr.dtype.element_ty), mask=(rm[:, None] < S) & d_mask[None, :])
+    tl.store(
+        o_ptr + base + rm[:, None] * stride_tok + rd[None, :], out.to(o_ptr.dtype.element_ty),
+        mask=(rm[:, None] < S) & d_mask[None, :],
+    )
 
 
 def _block(n: int, cap: int) -> int:
@@ -133,7 +144,7 @@ class RMSNorm(nn.Module):
         M, N = x2.shape
         y = torch.empty_like(x2)
         BLOCK_N = min(triton.next_power_of_2(N), 4096)
-        ROWS = max(1, min(32, 4096 // BLOCK_N))
+        ROWS = max(1, min(64, 4096 // BLOCK_N))
         rmsnorm_kernel[(triton.cdiv(M, ROWS),)](
             x2, self.weight, y, M, N, self.eps, x2.stride(0), y.stride(0), ROWS=ROWS, BLOCK_N=BLOCK_N
         )

@@ -4,7 +4,7 @@ import torch.nn as nn
 TASK = {
     "level": 2,
     "category": "normalization",
-    "description": "Residual add followed by LayerNorm in float32: y = LayerNorm(x + residual) (post-norm transformer).",
+    "description": "Residual add followed by LayerNorm in float32: y = LayerNorm(x + residual) (post-norm block).",
     "dtype": "float32",
     "atol": 1e-4,
     "rtol": 1e-4,

@@ -4,7 +4,9 @@ import torch.nn as nn
 TASK = {
     "level": 2,
     "category": "matmul",
-    "description": "Fused linear layer and exact GELU in float32: y = gelu(x @ W^T + b), the first half of a transformer MLP.",
+    "description": (
+        "Fused linear layer and exact GELU in float32: y = gelu(x @ W^T + b), the first half of a transformer MLP."
+    ),
     "dtype": "float32",
     "atol": 1e-4,
     "rtol": 1e-4,

@@ -42,7 +42,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [2.0 * torch.randn(batch_size, seq_len, d_model)]
+    return [3.0 * torch.randn(batch_size, seq_len, d_model)]
 
 
 def get_init_inputs():

@@ -1,0 +1,89 @@
+"""Numeric comparison and hidden-input helpers (in-process, CPU)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from ascend_kernel_gym.evaluation import correctness as cx  # noqa: E402
+
+
+def test_compare_reports_first_bad_index_and_errors() -> None:
+    ref = torch.zeros(3, 4)
+    cand = ref.clone()
+    cand[1, 2] = 0.5
+    cand[2, 0] = -2.0
+    cmp = cx.compare(cand, ref, atol=1e-3, rtol=1e-3)
+    assert not cmp.ok
+    assert cmp.first_bad_index == [1, 2]
+    assert cmp.max_abs_err == pytest.approx(2.0)
+    assert cmp.bad_count == 2
+    assert cmp.cand_value == pytest.approx(0.5) and cmp.ref_value == 0.0
+    assert math.isfinite(cmp.max_rel_err)
+
+
+def test_compare_tolerances_and_special_values() -> None:
+    ref = torch.tensor([1.0, 100.0, float("nan"), float("inf")])
+    ok = torch.tensor([1.00005, 100.009, float("nan"), float("inf")])
+    assert cx.compare(ok, ref, atol=1e-4, rtol=1e-4).ok
+    bad_nan = torch.tensor([float("nan"), 100.0, float("nan"), float("inf")])
+    cmp = cx.compare(bad_nan, ref, atol=1e-4, rtol=1e-4)
+    assert not cmp.ok and cmp.nonfinite and cmp.first_bad_index == [0]
+    wrong_inf = torch.tensor([1.0, 100.0, float("nan"), -float("inf")])
+    assert not cx.compare(wrong_inf, ref, atol=1e-4, rtol=1e-4).ok
+
+
+def test_flatten_outputs_checks_structure() -> None:
+    t = torch.ones(2)
+    assert len(cx.flatten_outputs((t, t), (t, t))) == 2
+    with pytest.raises(cx.OutputCheckError) as info:
+        cx.flatten_outputs(t, (t, t))
+    assert info.value.kind == "wrong_output_type"
+    with pytest.raises(cx.OutputCheckError) as info:
+        cx.flatten_outputs((t,), (t, t))
+    assert info.value.kind == "shape_mismatch"
+    with pytest.raises(cx.OutputCheckError):
+        cx.flatten_outputs(torch.nn.Parameter(t), t)  # subclasses are not plain tensors
+
+
+class _TaskModule:
+    def get_inputs(self):
+        return [torch.rand(4, 8), torch.randint(0, 5, (4,)), 3]
+
+
+def test_make_inputs_is_seeded_and_perturbs_only_floats() -> None:
+    module = _TaskModule()
+    device = torch.device("cpu")
+    a = cx.make_inputs(module, 11, "task", device)
+    b = cx.make_inputs(module, 11, "task", device)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) and a[2] == 3
+    for distribution in cx.DISTRIBUTIONS[1:]:
+        p = cx.make_inputs(module, 11, distribution, device)
+        assert p[0].shape == a[0].shape and p[0].dtype == a[0].dtype
+        assert not torch.equal(p[0], a[0])
+        assert torch.equal(p[1], a[1]) and p[2] == 3  # integers and scalars untouched
+    uniform01 = a[0]
+    shifted = cx.make_inputs(module, 12, "shifted", device)[0]
+    assert (uniform01 >= 0).all() and not (shifted >= 0).all()  # not only uniform [0, 1)
+
+
+def test_trial_distributions_vary() -> None:
+    import random
+
+    rng = random.Random(0)
+    seen = {cx.trial_distribution(t, rng) for t in range(1, 9)}
+    assert cx.trial_distribution(0, rng) == "task"
+    assert len(seen) >= 3
+
+
+def test_aliasing_and_mutation_helpers() -> None:
+    x = torch.randn(5)
+    assert x.untyped_storage().data_ptr() in cx.storage_ptrs([x])
+    assert x[1:].untyped_storage().data_ptr() in cx.storage_ptrs([x])  # a view shares the storage
+    y = x.clone()
+    y[0] += 1
+    assert cx.inputs_equal([x, 1], [y, 1]) == [0]
+    assert cx.inputs_equal([x], [x.clone()]) == []

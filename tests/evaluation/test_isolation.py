@@ -1,0 +1,83 @@
+"""Isolation: the runtime guard, a pool that survives dead workers, clean temporary directories,
+capped output."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, render_feedback
+
+HERE = Path(__file__).parent
+ROOT = HERE.parents[1]
+
+
+def test_guard_policy() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "guard_scenarios.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    verdicts = json.loads(proc.stdout.strip().splitlines()[-1])
+    allowed = {"write_inside", "read_outside", "mkdir_inside", "import_allowed", "harness_thread"}
+    for name, verdict in verdicts.items():
+        if name in allowed:
+            assert verdict == "allowed", f"{name}: {verdict}"
+        else:
+            assert verdict.startswith("refused"), f"{name} was not refused: {verdict}"
+    assert "network" in verdicts["socket"]
+    assert "subprocess" in verdicts["subprocess"]
+    assert "thread" in verdicts["thread"]
+    assert "json" in verdicts["import_forbidden"]
+    assert not glob.glob("/tmp/akg_guard_probe_*") and not glob.glob("/tmp/akg_guard_moved_*")
+
+
+def test_pool_replaces_a_dead_worker(evaluator, relu_task, relu_solution) -> None:
+    evaluator.warm_up()
+    handles = evaluator._handles
+    starts = [h.starts for h in handles]
+    for handle in handles:
+        handle.proc.kill()  # the zygote itself dies (not just a child)
+        handle.proc.wait()
+    results = evaluator.evaluate_many(
+        [EvalRequest(task=relu_task, code=relu_solution + f"\n# after kill {i}\n") for i in range(2)]
+    )
+    assert all(r.ok for r in results), [r.error_message for r in results]
+    assert sum(h.starts for h in handles) > sum(starts)
+    assert all(h.alive() for h in handles if h.starts > 0)
+
+
+def test_sandboxes_are_removed(evaluator, relu_task, relu_solution, pool_root) -> None:
+    evaluator.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# sandbox check\n"))
+    leftovers = glob.glob(os.path.join(pool_root, "akg-pool-*", "akg-sandbox-*"))
+    assert leftovers == []
+
+
+def test_output_is_captured_capped_and_scrubbed(evaluator, relu_task, relu_solution) -> None:
+    noisy = relu_solution.replace(
+        "        x = x.contiguous()",
+        "        for i in range(20000):\n            print('line', i)\n"
+        "        print(__file__)\n        x = x.contiguous()",
+    )
+    result = evaluator.evaluate(EvalRequest(task=relu_task, code=noisy, num_trials=1))
+    assert result.ok, result.error_message
+    assert len(result.output_tail) <= evaluator.output_cap + 100
+    assert "line 19999" in result.output_tail and "bytes cut" in result.output_tail
+    assert "kernel.py" in result.output_tail and "akg-" not in result.output_tail  # paths scrubbed
+    failing = relu_solution.replace(
+        "        x = x.contiguous()", "        print('debug: about to fail')\n        raise ValueError('boom')"
+    )
+    bad = evaluator.evaluate(EvalRequest(task=relu_task, code=failing))
+    assert bad.error_type == ErrorType.RUNTIME_ERROR
+    text = render_feedback(bad)
+    assert "debug: about to fail" in text and "ValueError: boom" in text
+    assert "your code line" in text
+    assert str(ROOT) not in text and "/tmp/" not in text

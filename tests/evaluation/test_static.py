@@ -1,0 +1,159 @@
+"""The static stage: AST checks with alias resolution, one message per violation."""
+
+from __future__ import annotations
+
+import pytest
+
+from ascend_kernel_gym.evaluation import ErrorType, check_source
+
+KERNEL = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, n, B: tl.constexpr):
+    o = tl.arange(0, B)
+    tl.store(x_ptr + o, tl.load(x_ptr + o, mask=o < n), mask=o < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        k[(1,)](x, x.numel(), B=1024)
+        return x
+"""
+
+
+def _errors(code: str) -> list[str]:
+    return [v.message for v in check_source(code).violations]
+
+
+def test_clean_kernel_passes() -> None:
+    report = check_source(KERNEL)
+    assert report.ok, report.message()
+    assert report.kernels == ["k"]
+
+
+@pytest.mark.parametrize(
+    "decorator,imports",
+    [
+        ("@triton.jit", ""),
+        ("@jit", "from triton import jit\n"),
+        ("@tj", "from triton import jit as tj\n"),
+        ("@triton.autotune(configs=[triton.Config({'B': 64})], key=['n'])\n@triton.jit", ""),
+        ("@triton.jit(do_not_specialize=['n'])", ""),
+    ],
+)
+def test_kernel_decorators_are_recognised(decorator: str, imports: str) -> None:
+    code = imports + KERNEL.replace("@triton.jit", decorator)
+    report = check_source(code)
+    assert report.ok, report.message()
+    assert "k" in report.kernels
+
+
+@pytest.mark.parametrize(
+    "snippet,needle",
+    [
+        ("import os", "module `os` is forbidden"),
+        ("import numpy as np", "module `numpy` is forbidden"),
+        ("from subprocess import run", "module `subprocess` is forbidden"),
+        ("import importlib", "module `importlib` is forbidden"),
+        ("import ctypes", "module `ctypes` is forbidden"),
+        ("import ascend_kernel_gym", "module `ascend_kernel_gym` is forbidden"),
+        ("f = torch.compile", "`torch.compile` is forbidden"),
+        ("from torch import compile as c", "`torch.compile` is forbidden"),
+        ("t = torch\nf = t.compile", "`torch.compile` is forbidden"),
+        ("g = getattr(torch, 'compile')", "`torch.compile` is forbidden"),
+        ("g = getattr(torch, 'com' + 'pile')", "computed attribute name"),
+        ("h = __import__('os')", "`__import__` is forbidden"),
+        ("e = eval('1')", "`eval` is forbidden"),
+        ("o = open('/tmp/x', 'w')", "`open` is forbidden"),
+        ("import functools\nr = functools.reduce(getattr, ['a'], torch)", "may only be called directly"),
+        ("torch.allclose = None", "monkeypatching"),
+        ("setattr(torch, 'allclose', None)", "monkeypatching"),
+        ("x = torch.utils.cpp_extension", "torch.utils"),
+        ("x = torch.cuda.CUDAGraph()", "graph capture"),
+        ("x = torch.nn.modules.module.sys", "forbidden module `sys`"),
+        ("x = torch._C", "private API"),
+        ("x = triton.runtime.interpreter", "triton.runtime"),
+        ("x = (lambda: 0).__globals__", "`__globals__` is forbidden"),
+        ("import operator\nx = operator.attrgetter('compile')", "dynamic attribute access"),
+        ("from . import thing", "relative imports"),
+        ("from torch import *", "import *"),
+    ],
+)
+def test_forbidden_constructs(snippet: str, needle: str) -> None:
+    report = check_source(KERNEL + "\n" + snippet + "\n")
+    assert report.error_type == ErrorType.FORBIDDEN
+    assert any(needle in message for message in _errors(KERNEL + "\n" + snippet + "\n")), report.message()
+
+
+def test_aliases_are_resolved_for_warnings() -> None:
+    code = (
+        KERNEL.replace("        return x", "        return q.functional.softmax(x, -1)")
+        + "\nfrom torch import nn as q\n"
+    )
+    report = check_source(code)
+    assert report.ok
+    assert any("torch.nn.functional.softmax" in w for w in report.warnings)
+
+
+def test_compute_in_forward_is_only_a_warning() -> None:
+    code = KERNEL.replace("        return x", "        y = x @ x\n        return y.sum()")
+    report = check_source(code)
+    assert report.ok
+    assert any("`@`" in w for w in report.warnings)
+    assert any(".sum()" in w for w in report.warnings)
+
+
+def test_try_except_rejected_but_import_fallback_allowed() -> None:
+    body = KERNEL.replace(
+        "        k[(1,)](x, x.numel(), B=1024)",
+        "        try:\n            k[(1,)](x, x.numel(), B=1024)\n        except Exception:\n            return x",
+    )
+    assert any("try/except" in m for m in _errors(body))
+    fallback = "try:\n    import triton.language.extra.libdevice as libdevice\nexcept ImportError:\n    pass\n" + KERNEL
+    assert check_source(fallback).ok
+
+
+def test_subclassing_model_and_tensor() -> None:
+    assert any("subclasses the reference `Model`" in m for m in _errors(KERNEL + "\nclass M2(Model):\n    pass\n"))
+    assert any("tensor subclasses" in m for m in _errors(KERNEL + "\nclass T(torch.Tensor):\n    pass\n"))
+    assert any(
+        "__torch_function__" in m
+        for m in _errors(KERNEL + "\nclass T:\n    def __torch_function__(self):\n        pass\n")
+    )
+
+
+def test_torch_inside_kernel_rejected() -> None:
+    code = KERNEL.replace("    o = tl.arange(0, B)", "    o = tl.arange(0, B)\n    torch.relu(x_ptr)")
+    assert any("inside a @triton.jit kernel" in m for m in _errors(code))
+
+
+def test_missing_pieces_and_priorities() -> None:
+    assert check_source("").error_type == ErrorType.NO_CODE
+    assert check_source("# just a comment\n").error_type == ErrorType.NO_CODE
+    assert check_source("def f(:\n").error_type == ErrorType.SYNTAX
+    no_model = KERNEL.replace("class ModelNew", "class Other")
+    assert check_source(no_model).error_type == ErrorType.MISSING_MODEL_NEW
+    no_kernel = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+    assert check_source(no_kernel).error_type == ErrorType.NO_TRITON_KERNEL
+    both = "import os\n" + no_kernel
+    assert check_source(both).error_type == ErrorType.FORBIDDEN  # forbidden outranks missing pieces
+
+
+def test_one_message_per_violation_with_line_numbers() -> None:
+    code = KERNEL + "\nimport os\nimport socket\n"
+    report = check_source(code)
+    lines = report.message().splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("line ") and "os" in lines[0]
+    assert "socket" in lines[1]
+
+
+def test_never_raises_on_garbage() -> None:
+    for junk in ["\x00\x01", "(" * 500, "class ModelNew(" * 50, "ModelNew = 3\n" * 1000, "🙂"]:
+        report = check_source(junk)
+        assert not report.ok
