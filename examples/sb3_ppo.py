@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ascend_kernel_gym.tasks import get_task
-from ascend_kernel_gym.wrappers.sb3 import KernelChoiceEnv
+from ascend_kernel_gym.wrappers.sb3 import KernelChoiceEnv, outcome_of
 
 #: Two tasks with different features (category, shapes): an activation and a reduction.
 TASK_IDS = ("core/L1/relu", "core/L1/sum_dim")
@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in env.menu:
         table.add_column(name)
     for task in env.tasks:
-        table.add_row(task.id, *(f"{env.result_for(task, i).error_type.value}" for i in range(len(env.menu))))
+        table.add_row(task.name, *(outcome_of(env.result_for(task, i)) for i in range(len(env.menu))))
     console.print(table)
 
     untrained = PPO("MlpPolicy", env, seed=args.seed, device="cpu", policy_kwargs={"net_arch": [32, 32]})

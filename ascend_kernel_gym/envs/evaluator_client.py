@@ -12,6 +12,7 @@ authenticated local socket and the workers hold a small picklable client::
         envs = gym.vector.AsyncVectorEnv(
             [lambda: gym.make("AscendTriton-v0", evaluator=client) for _ in range(8)],
             shared_memory=False,
+            context="spawn",  # this process runs server and pool threads: do not fork it
         )
 
 The server runs in background threads of the process that creates it (one thread per client

@@ -5,6 +5,8 @@ from __future__ import annotations
 import gymnasium as gym
 
 ENTRY_POINT = "ascend_kernel_gym.envs.ascend_triton:AscendTritonEnv"
+#: The ATRL-style harness: AscendTriton-v0 with compaction and knowledge-base tips.
+ATRL_ENTRY_POINT = "ascend_kernel_gym.envs.presets:make_atrl_env"
 
 
 def register_envs() -> None:
@@ -13,3 +15,5 @@ def register_envs() -> None:
         # Timing-based rewards make steps nondeterministic; this also tells check_env to skip
         # its step-determinism check.
         gym.register(id="AscendTriton-v0", entry_point=ENTRY_POINT, nondeterministic=True)
+    if "AscendTriton-ATRL-v0" not in gym.registry:
+        gym.register(id="AscendTriton-ATRL-v0", entry_point=ATRL_ENTRY_POINT, nondeterministic=True)

@@ -425,6 +425,7 @@ def _evaluate(state: _State) -> None:
             ErrorType.HARNESS_ERROR, f"the reference model could not be built: {type(exc).__name__}: {exc}"
         ) from None
 
+    _settle_lazy_imports()
     snapshot = LibrarySnapshot()
 
     def on_violation(message: str) -> NoReturn:
@@ -472,6 +473,23 @@ def _evaluate(state: _State) -> None:
         _run_profiling(state, task_module, reference, candidate, device, rng)
         _check_snapshot(snapshot)
     state.stage(Stage.DONE)
+
+
+def _settle_lazy_imports() -> None:
+    """Trigger torch's lazy imports before the monkeypatch snapshot.
+
+    The first ``TorchDispatchMode`` imports ``torch._dynamo``, which rebinds a few torch
+    functions (``torch.manual_seed`` among them); that must happen before the snapshot, or the
+    library's own rebinding would look like the candidate's monkeypatching.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Noop(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            return func(*args, **(kwargs or {}))
+
+    with _Noop():
+        torch.zeros(1).add_(1)
 
 
 def _init_device(backend: str) -> torch.device:

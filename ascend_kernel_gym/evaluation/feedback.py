@@ -26,7 +26,7 @@ _HINTS: dict[ErrorType, str] = {
     ErrorType.NO_CODE: "Reply with one ```python block that defines class ModelNew and its Triton kernel(s).",
     ErrorType.SYNTAX: "Fix the syntax error; the file must be valid Python.",
     ErrorType.FORBIDDEN: "Remove the forbidden construct(s): torch only allocates and reshapes, triton computes.",
-    ErrorType.MISSING_MODEL_NEW: "Define `class ModelNew(nn.Module)` with the signatures of Model's __init__ and forward.",
+    ErrorType.MISSING_MODEL_NEW: "Define `class ModelNew(nn.Module)` with the signatures of Model (init, forward).",
     ErrorType.NO_TRITON_KERNEL: "Write the computation as a @triton.jit kernel and launch it from ModelNew.forward.",
     ErrorType.COMPILE_ERROR: "Fix the kernel so it compiles (tl.constexpr block sizes, power-of-2 aranges, dtypes).",
     ErrorType.RUNTIME_ERROR: "Fix the error above; check argument order, grid, strides and masks.",

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import ast
 import builtins
+import threading
 from dataclasses import dataclass, field
 
 from ascend_kernel_gym.evaluation import policy
 from ascend_kernel_gym.evaluation.result import ErrorType
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
+#: CPython 3.11's ast.parse is not thread-safe (concurrent calls can fail with "AST constructor
+#: recursion depth mismatch", cpython issue 106905): parses are serialised.
+_PARSE_LOCK = threading.Lock()
 
 #: Torch functions whose use in ``forward`` is worth a warning (the recorder decides).
 _COMPUTE_HINT_ROOTS = ("torch.nn.functional.", "torch.")
@@ -445,7 +449,8 @@ def check_source(code: str) -> StaticReport:
         report.violations.append(Violation(ErrorType.NO_CODE, "no code was submitted"))
         return report
     try:
-        tree = ast.parse(code, filename="kernel.py")
+        with _PARSE_LOCK:
+            tree = ast.parse(code, filename="kernel.py")
     except SyntaxError as exc:
         report = StaticReport()
         detail = exc.msg or "invalid syntax"

@@ -122,6 +122,9 @@ class Zygote:
                 __import__(optional)
             except Exception:  # noqa: BLE001, S110 - written by another part; absent is fine
                 pass
+        from ascend_kernel_gym.evaluation.child import _settle_lazy_imports
+
+        _settle_lazy_imports()  # imports torch._dynamo once here instead of in every child
         if self.backend == "interpreter":
             from ascend_kernel_gym.evaluation import _warmup
 

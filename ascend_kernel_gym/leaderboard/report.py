@@ -81,20 +81,24 @@ def _groups(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return groups
 
 
-def table_rows(report: dict[str, Any], keys: list[str] | None = None) -> tuple[list[str], list[list[str]]]:
+def table_rows(
+    report: dict[str, Any], keys: list[str] | None = None, titles: dict[str, str] | None = None
+) -> tuple[list[str], list[list[str]]]:
     """Header and rows (overall, then per level, then per category) as strings.
 
     Args:
         report: from :func:`run_report`.
         keys: metric keys to show (default: every metric column with a value in some group).
+        titles: column titles to use instead of the default ones.
     """
     groups = _groups(report)
     cols = _columns(int(report.get("samples") or 1))
     if keys is None:
         cols = [(k, t) for k, t in cols if any(g.get(k) is not None for _, g in groups)]
     else:
-        titles = dict(cols)
-        cols = [(k, titles.get(k, k)) for k in keys]
+        defaults = dict(cols)
+        cols = [(k, defaults.get(k, k)) for k in keys]
+    cols = [(k, (titles or {}).get(k, t)) for k, t in cols]
     header = ["group", "tasks", *[title for _, title in cols]]
     rows = [[name, str(group["tasks"]), *[_cell(key, group.get(key)) for key, _ in cols]] for name, group in groups]
     return header, rows
@@ -137,11 +141,18 @@ def render_table(report: dict[str, Any]) -> None:
     outcome_keys = ["compile_rate", "correct_rate"] + ([] if overall["speedup_measured"] else [fast_key(0.0)])
     outcome_keys += ["hack_rate"]
     outcome_keys += [f"pass@{k}" for k in pass_at_k_values(int(report.get("samples") or 1))]
-    tables = [("outcomes", outcome_keys)]
+    tables: list[tuple[str, list[str], dict[str, str]]] = [("outcomes", outcome_keys, {})]
     if overall["speedup_measured"]:
-        tables.append(("speed", [fast_key(p) for p in FAST_P_THRESHOLDS] + ["geomean_speedup"]))
-    for name, keys in tables:
-        header, rows = table_rows(report, keys)
+        speed_titles = {fast_key(p): f">{p:g}x" for p in FAST_P_THRESHOLDS}
+        tables.append(
+            (
+                "fast_p = correct with speedup > p",
+                [fast_key(p) for p in FAST_P_THRESHOLDS] + ["geomean_speedup"],
+                speed_titles,
+            )
+        )
+    for name, keys, titles in tables:
+        header, rows = table_rows(report, keys, titles)
         table = Table(title=f"akg report {report['run']}: {name}")
         for index, title in enumerate(header):
             table.add_column(title, justify="left" if index == 0 else "right", no_wrap=True)

@@ -175,7 +175,8 @@ def verify(path, capsys, *extra):
 
 
 def test_honest_submission_verifies(honest_submission, tmp_path, capsys):
-    _, path = honest_submission
+    data, path = honest_submission
+    assert data["suite"]["split"] == "custom" and data["suite"]["task_count"] == 2  # an explicit --tasks list
     report_path = tmp_path / "honest.verify.json"
     code, out = verify(path, capsys, "--report", str(report_path))
     assert code == 0, out

@@ -184,6 +184,30 @@ def test_env_observation_layout_and_episode_end():
     assert truncated and not terminated
 
 
+class EstimatingStub(StubEvaluator):
+    """Attaches a cost-model style estimate: the 2048 block is "faster" than the reference."""
+
+    def evaluate(self, request):
+        result = super().evaluate(request)
+        result.correct = True
+        result.error_type = ErrorType.NONE
+        result.estimate = {"est_speedup": 2.0 if "BLOCK_SIZE = 2048" in request.code else 1.0}
+        return result
+
+
+def test_reward_uses_the_cost_model_estimate_only_when_asked():
+    fast = DEFAULT_MENU.index("block_size=2048")
+    rewards = {}
+    for use_estimate in (True, False):
+        env = KernelChoiceEnv([RELU], evaluator=EstimatingStub(), use_estimate=use_estimate)
+        env.reset(seed=0)
+        reference = env.step(0)[1]
+        env.reset(seed=0)
+        rewards[use_estimate] = (reference, env.step(fast)[1])
+    assert rewards[True][1] > rewards[True][0] == pytest.approx(0.5)
+    assert rewards[False][1] == rewards[False][0] == pytest.approx(0.5)
+
+
 def test_env_rejects_misuse():
     with pytest.raises(ValueError, match="max_attempts"):
         KernelChoiceEnv([RELU], evaluator=StubEvaluator(), max_attempts=0)
