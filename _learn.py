@@ -10,7 +10,7 @@ cfg = SegmentGRPOConfig(
     backend="interpreter", max_turns=4, reward="default", reward_mode="score",
     compaction={"budget_tokens": int(os.environ.get("BUDGET","400")), "trigger_ratio": 1.0, "strategy": "policy", "max_compactions": 3},
     choice={"seed": 0}, temperature=1.0, max_new_tokens=4, advantage="segment", gamma=1.0,
-    learning_rate=float(os.environ.get("LR", "3e-3")), iterations=int(os.environ.get("IT", "25")), mini_batches=2, max_grad_norm=1.0,
+    learning_rate=float(os.environ.get("LR", "3e-3")), iterations=int(os.environ.get("IT", "25")), mini_batches=int(os.environ.get("MB","2")), max_grad_norm=1.0,
     output_dir="/tmp/learn_run", resume=None, save_every=0, progress=False, tensorboard=False, seed=0,
     env_kwargs={"num_trials": 2},
 )

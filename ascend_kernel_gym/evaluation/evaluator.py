@@ -24,6 +24,7 @@ from ascend_kernel_gym.tasks.task import Task
 
 ASCEND_CHECK_MODES = ("off", "warn", "enforce")
 DEFAULT_TIMEOUT_S = {"interpreter": 300.0, "cuda": 180.0, "npu": 300.0}
+DEFAULT_MEMORY_MB = {"interpreter": 4096, "cuda": 16384, "npu": 16384}
 _SIGNAL_NAMES = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
 
 
@@ -41,8 +42,10 @@ class Evaluator:
             visible device otherwise.
         timeout_s: wall-clock limit of one evaluation child (default 300 s on the interpreter,
             180 s on cuda, 300 s on npu); a request's ``timeout_s`` overrides it.
-        memory_mb: memory a child may use beyond its warm start (address-space limit on the
-            interpreter, resident-set watch everywhere).
+        memory_mb: host memory a child may use beyond its warm start (address-space limit on the
+            interpreter, resident-set watch everywhere); default 4096 on the interpreter and
+            16384 on devices (CUDA / NPU runtimes and their libraries take gigabytes of host
+            memory). ``0`` disables the cap.
         cache: keep results keyed by code, task, backend, profile, trials, version (in memory).
         cache_dir: also keep them on disk here.
         num_trials: default correctness trials for requests that keep the default.
@@ -61,7 +64,7 @@ class Evaluator:
         backend: str = "auto",
         workers: int | None = None,
         timeout_s: float | None = None,
-        memory_mb: int = 4096,
+        memory_mb: int | None = None,
         cache: bool = True,
         cache_dir: str | os.PathLike[str] | None = None,
         num_trials: int = 5,
@@ -88,7 +91,7 @@ class Evaluator:
         self.backend = resolve_backend(backend)
         self.workers = workers or self._default_workers()
         self.timeout_s = float(timeout_s or DEFAULT_TIMEOUT_S[self.backend])
-        self.memory_mb = int(memory_mb)
+        self.memory_mb = int(memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB[self.backend])
         self.num_trials = int(num_trials)
         self.ascend_checks = ascend_checks
         self.ascend_profile = ascend_profile

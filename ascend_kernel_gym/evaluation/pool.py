@@ -47,6 +47,8 @@ def zygote_env(backend: str, device_index: int | None, threads: int) -> dict[str
         env["CUDA_VISIBLE_DEVICES"] = ""
     else:
         env.pop("TRITON_INTERPRET", None)
+        # torch.cuda.is_available() through NVML: no cuInit in the zygote (children fork from it).
+        env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
         if device_index is not None:
             key = "CUDA_VISIBLE_DEVICES" if backend == "cuda" else "ASCEND_RT_VISIBLE_DEVICES"
             visible = os.environ.get(key)

@@ -77,6 +77,21 @@ def _rss_bytes(pid: int) -> int:
     return 0
 
 
+def _device_touched() -> bool:
+    """Whether torch or Triton initialised a device in this process (it must not, before fork)."""
+    import torch
+
+    touched = bool(torch.cuda.is_initialized())
+    try:
+        import triton
+
+        config = triton.runtime.driver  # a DriverConfig: its drivers are created lazily
+        touched = touched or any(getattr(config, name, None) is not None for name in ("_default", "_active"))
+    except Exception:  # noqa: BLE001, S110 - other triton layouts
+        pass
+    return touched
+
+
 class Zygote:
     """State of one fork server (lives in the zygote process)."""
 
@@ -132,7 +147,12 @@ class Zygote:
         else:
             self._warm_device()
         self.baseline_rss = _rss_bytes(os.getpid())
-        return {"warm_s": round(time.perf_counter() - started, 3), "pid": os.getpid()}
+        return {
+            "warm_s": round(time.perf_counter() - started, 3),
+            "pid": os.getpid(),
+            "warm_cache": self.warm_cache is not None,
+            "device_touched": _device_touched(),
+        }
 
     def _warm_device(self) -> None:
         """Pre-import the device compiler paths and fill a Triton cache the children copy.

@@ -162,9 +162,7 @@ def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]
     manifest = read_manifest(run_dir)
     task_ids = {t["id"] for t in manifest.get("tasks", [])}
     samples = int(manifest.get("config", {}).get("samples", 1))
-    records = [
-        r for key, r in sorted(read_results(run_dir).items()) if key[0] in task_ids and 0 <= key[1] < samples
-    ]
+    records = [r for key, r in sorted(read_results(run_dir).items()) if key[0] in task_ids and 0 <= key[1] < samples]
     return manifest, records
 
 

@@ -119,9 +119,7 @@ def _notes(report: dict[str, Any]) -> list[str]:
             "geometric-mean speedup are n/a, and fast_0 equals the correctness rate"
         )
         if overall.get("est_geomean_speedup") is not None:
-            notes.append(
-                f"cost-model ESTIMATE (not a measurement): geomean {overall['est_geomean_speedup']:.2f}x"
-            )
+            notes.append(f"cost-model ESTIMATE (not a measurement): geomean {overall['est_geomean_speedup']:.2f}x")
     notes.append(
         f"hack rate = hacking attempts / attempts with code ({overall['hack_attempts']}/{overall['attempts']})"
     )

@@ -265,8 +265,9 @@ def _json_meta(meta: dict[str, Any]) -> dict[str, Any]:
 class _EpisodeRunner:
     """Runs one episode in the calling thread; one environment per thread, reused across episodes."""
 
-    def __init__(self, config: EvalConfig, backend: str, env_factory: EnvFactory, batcher: GenerationBatcher,
-                 agent_name: str) -> None:
+    def __init__(
+        self, config: EvalConfig, backend: str, env_factory: EnvFactory, batcher: GenerationBatcher, agent_name: str
+    ) -> None:
         self.config = config
         self.backend = backend
         self.env_factory = env_factory
@@ -451,8 +452,12 @@ def run_eval(
     backend = resolve_backend(config.backend)
     run_dir = Path(config.out)
     suite_hash = suite_content_hash(suite_tasks)
-    config_view = {**asdict(config), "backend": backend, "backend_requested": config.backend,
-                   "suite_content_sha256": suite_hash}
+    config_view = {
+        **asdict(config),
+        "backend": backend,
+        "backend_requested": config.backend,
+        "suite_content_sha256": suite_hash,
+    }
     if policy is None:
         policy = build_policy(config.agent, tasks, {**config.agent_options})
     agent_meta = policy.describe()
@@ -466,8 +471,11 @@ def run_eval(
     manifest: dict[str, Any] = {
         "schema": RUN_SCHEMA,
         "agent": agent_meta,
-        "suite": {"name": suite_tasks[0].suite or config.suite, "content_sha256": suite_hash,
-                  "tasks_in_suite": len(suite_tasks)},
+        "suite": {
+            "name": suite_tasks[0].suite or config.suite,
+            "content_sha256": suite_hash,
+            "tasks_in_suite": len(suite_tasks),
+        },
         "backend": backend,
         "device": device_info(backend).to_dict(),
         "versions": _versions(),
@@ -497,8 +505,13 @@ def run_eval(
     if progress and pending:
         from tqdm import tqdm
 
-        bar = tqdm(total=total, initial=total - len(pending), desc=f"akg eval {agent_meta['name']}", unit="episode",
-                   dynamic_ncols=True)
+        bar = tqdm(
+            total=total,
+            initial=total - len(pending),
+            desc=f"akg eval {agent_meta['name']}",
+            unit="episode",
+            dynamic_ncols=True,
+        )
 
     def one(task: Task, sample: int) -> None:
         if batcher.aborted is not None:

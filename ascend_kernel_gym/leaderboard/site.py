@@ -203,10 +203,10 @@ SCRIPT = """
 
 def _page(title: str, body: str) -> str:
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{esc(CSP)}\">\n"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        "<link rel=\"icon\" href=\"data:,\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<link rel="icon" href="data:,">\n'
         f"<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}\n"
         f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
     )
@@ -340,8 +340,16 @@ def render_submission(entry: SiteEntry) -> str:
         if key.startswith("pass@"):
             metric_rows += f"<tr><td>{esc(key)} (run)</td>{_td(*_pct(value), num=True)}</tr>"
     columns = [
-        ("task", "text"), ("level", "num"), ("category", "text"), ("compiled", "num"), ("correct", "num"),
-        ("hack", "num"), ("speedup", "num"), ("ref ms", "num"), ("kernel ms", "num"), ("error", "text"),
+        ("task", "text"),
+        ("level", "num"),
+        ("category", "text"),
+        ("compiled", "num"),
+        ("correct", "num"),
+        ("hack", "num"),
+        ("speedup", "num"),
+        ("ref ms", "num"),
+        ("kernel ms", "num"),
+        ("error", "text"),
         ("verify", "text"),
     ]
     rows = []

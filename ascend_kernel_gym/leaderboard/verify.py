@@ -266,8 +266,9 @@ def verify_submission(
         report.notes.append(f"different device ({local_device!r} vs {data['device']['name']!r}): speed not comparable")
 
     entries = [e for e in data["tasks"] if e["code"] is not None]
-    results = _rerun(entries, local_tasks, local_backend, evaluator, workers, timeout_s, report.speed_comparable,
-                     progress)
+    results = _rerun(
+        entries, local_tasks, local_backend, evaluator, workers, timeout_s, report.speed_comparable, progress
+    )
     report.rerun = True
     for entry in data["tasks"]:
         verdict = compare_task(
@@ -322,6 +323,5 @@ def _rerun(
         if own:
             evaluator.close()
     return {
-        e["task_id"]: (r.to_dict() if hasattr(r, "to_dict") else dict(r))
-        for e, r in zip(entries, results, strict=True)
+        e["task_id"]: (r.to_dict() if hasattr(r, "to_dict") else dict(r)) for e, r in zip(entries, results, strict=True)
     }

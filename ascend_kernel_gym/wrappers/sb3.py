@@ -490,7 +490,7 @@ class KernelChoiceEnv(gym.Env):
     - ``precompute``: evaluate every (task, variant) at construction.
     """
 
-    metadata = {"render_modes": ["ansi"]}  # noqa: RUF012 - Gymnasium convention
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012 - Gymnasium convention
 
     def __init__(
         self,

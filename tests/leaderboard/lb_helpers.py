@@ -99,8 +99,16 @@ def write_fake_run(
         "backend": backend,
         "device": {"backend": backend, "name": device_name, "device": "cuda" if backend == "cuda" else "cpu"},
         "versions": {"torch": "2.13.0", "triton": "3.9.0", "torch_npu": None, "python": "3.11"},
-        "config": {"agent": "hand", "suite": "core", "split": "all", "levels": None, "backend": backend,
-                   "turns": 1, "samples": samples, "reward": "default"},
+        "config": {
+            "agent": "hand",
+            "suite": "core",
+            "split": "all",
+            "levels": None,
+            "backend": backend,
+            "turns": 1,
+            "samples": samples,
+            "reward": "default",
+        },
         "tasks": [{"id": t.id, "level": t.level, "category": t.category, "task_sha256": t.source_hash} for t in tasks],
         "started": "2026-01-01T00:00:00+00:00",
         "finished": "2026-01-01T00:10:00+00:00",
@@ -128,12 +136,22 @@ def make_submission_dir(root: Path) -> Path:
 
     ids = ["core/L1/relu", "core/L1/sigmoid", "core/L1/gelu"]
     plans = {
-        "alpha": ("cuda", [result(correct=True, speedup=1.4), result(correct=True, speedup=0.7),
-                           result(compiled=True)]),
-        INJECTED_NAME: ("interpreter", [result(correct=True, backend="interpreter"), result(compiled=True),
-                                        result(compiled=False, error_type="compile_error")]),
-        "gamma": ("cuda", [result(correct=True, speedup=2.2), result(correct=True, speedup=1.1),
-                           result(correct=True, speedup=3.0)]),
+        "alpha": (
+            "cuda",
+            [result(correct=True, speedup=1.4), result(correct=True, speedup=0.7), result(compiled=True)],
+        ),
+        INJECTED_NAME: (
+            "interpreter",
+            [
+                result(correct=True, backend="interpreter"),
+                result(compiled=True),
+                result(compiled=False, error_type="compile_error"),
+            ],
+        ),
+        "gamma": (
+            "cuda",
+            [result(correct=True, speedup=2.2), result(correct=True, speedup=1.1), result(correct=True, speedup=3.0)],
+        ),
     }
     out = root / "submissions"
     out.mkdir(parents=True)
@@ -153,8 +171,12 @@ def make_submission_dir(root: Path) -> Path:
         data = build_submission(run)
         path = write_submission(data, out / f"sub{index}.json")
         if name == "alpha":
-            report = {"digest": data["digest"]["value"], "accepted": True, "local_backend": "cuda",
-                      "tasks": [{"task_id": ids[0], "verdict": "agree", "reasons": []}]}
+            report = {
+                "digest": data["digest"]["value"],
+                "accepted": True,
+                "local_backend": "cuda",
+                "tasks": [{"task_id": ids[0], "verdict": "agree", "reasons": []}],
+            }
             path.with_name("sub0.verify.json").write_text(json.dumps(report))
             tampered = json.loads(path.read_text())
             tampered["tasks"][2]["claimed"]["correct"] = True
@@ -179,8 +201,14 @@ class InstantEvaluator:
 
         with self._lock:
             self.calls += 1
-        base = dict(task_id=request.task.id, backend="interpreter", profile=request.profile or "small",
-                    code_hash="h", format_ok=True, static_ok=True)
+        base = dict(
+            task_id=request.task.id,
+            backend="interpreter",
+            profile=request.profile or "small",
+            code_hash="h",
+            format_ok=True,
+            static_ok=True,
+        )
         if "ModelNew" in request.code:
             return EvalResult(**base, stage=Stage.DONE, compiled=True, correct=True)
         return EvalResult(**base, stage=Stage.COMPILE, error_type=ErrorType.COMPILE_ERROR, error_message="boom")

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 TASKS = ["core/L1/relu", "core/L1/sigmoid"]
 
-WRONG_RELU = '''
+WRONG_RELU = """
 import torch
 import torch.nn as nn
 import triton
@@ -45,7 +45,7 @@ class ModelNew(nn.Module):
         n = x.numel()
         doubled_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
         return out
-'''
+"""
 
 
 class CountingEvaluator:
@@ -74,8 +74,16 @@ def counting_factory(counter):
 
 
 def eval_config(out):
-    return EvalConfig(agent="reference", out=str(out), split="all", task_ids=TASKS, backend="interpreter", turns=1,
-                      samples=1, workers=2)
+    return EvalConfig(
+        agent="reference",
+        out=str(out),
+        split="all",
+        task_ids=TASKS,
+        backend="interpreter",
+        turns=1,
+        samples=1,
+        workers=2,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +135,26 @@ def test_interrupted_run_resumes_only_the_missing_episode(reference_run, tmp_pat
 
 def test_cli_eval_resume_and_report(reference_run, tmp_path, capsys):
     out, _, _ = reference_run
-    args = ["eval", "--agent", "reference", "--split", "all", "--backend", "interpreter", "--turns", "1",
-            "--samples", "1", "--workers", "2", "--out", str(out), "--tasks", *TASKS, "--no-progress"]
+    args = [
+        "eval",
+        "--agent",
+        "reference",
+        "--split",
+        "all",
+        "--backend",
+        "interpreter",
+        "--turns",
+        "1",
+        "--samples",
+        "1",
+        "--workers",
+        "2",
+        "--out",
+        str(out),
+        "--tasks",
+        *TASKS,
+        "--no-progress",
+    ]
     assert main(args) == 0
     assert "0 episode(s) run, 2 already done" in capsys.readouterr().err
 

@@ -39,8 +39,17 @@ class RecordingPolicy(Policy):
 
 
 def config(tmp_path, **overrides):
-    values = dict(agent="tests:recording", out=str(tmp_path / "run"), split="all", task_ids=TASKS,
-                  backend="interpreter", turns=1, samples=1, workers=3, batch_wait_s=30.0)
+    values = dict(
+        agent="tests:recording",
+        out=str(tmp_path / "run"),
+        split="all",
+        task_ids=TASKS,
+        backend="interpreter",
+        turns=1,
+        samples=1,
+        workers=3,
+        batch_wait_s=30.0,
+    )
     values.update(overrides)
     return EvalConfig(**values)
 
@@ -82,8 +91,9 @@ def test_more_samples_on_resume_runs_only_the_new_ones(tmp_path):
     evaluator = InstantEvaluator()
     run_eval(config(tmp_path), policy=RecordingPolicy(), env_factory=env_factory_with(evaluator), progress=False)
     assert evaluator.calls == 3
-    summary = run_eval(config(tmp_path, samples=2), policy=RecordingPolicy(), env_factory=env_factory_with(evaluator),
-                       progress=False)
+    summary = run_eval(
+        config(tmp_path, samples=2), policy=RecordingPolicy(), env_factory=env_factory_with(evaluator), progress=False
+    )
     assert summary.episodes_skipped == 3 and summary.episodes_run == 3 and evaluator.calls == 6
     assert sorted({k[1] for k in read_results(tmp_path / "run")}) == [0, 1]
 
@@ -98,12 +108,17 @@ def test_harness_errors_are_rerun_on_resume(tmp_path):
 
     evaluator = Flaky()
     with pytest.warns(RuntimeWarning, match="harness"):
-        first = run_eval(config(tmp_path, workers=1), policy=RecordingPolicy(), env_factory=env_factory_with(evaluator),
-                         progress=False)
+        first = run_eval(
+            config(tmp_path, workers=1),
+            policy=RecordingPolicy(),
+            env_factory=env_factory_with(evaluator),
+            progress=False,
+        )
     assert first.episodes_failed == 1
     assert set(read_results(tmp_path / "run")) == {(TASKS[1], 0), (TASKS[2], 0)}
-    second = run_eval(config(tmp_path, workers=1), policy=RecordingPolicy(), env_factory=env_factory_with(evaluator),
-                      progress=False)
+    second = run_eval(
+        config(tmp_path, workers=1), policy=RecordingPolicy(), env_factory=env_factory_with(evaluator), progress=False
+    )
     assert second.episodes_run == 1 and second.episodes_failed == 0
     assert read_results(tmp_path / "run")[(TASKS[0], 0)]["best_result"]["correct"] is True
 
@@ -112,8 +127,9 @@ def test_resume_with_a_different_configuration_is_refused(tmp_path):
     evaluator = InstantEvaluator()
     run_eval(config(tmp_path), policy=RecordingPolicy(), env_factory=env_factory_with(evaluator), progress=False)
     with pytest.raises(ValueError, match="turns"):
-        run_eval(config(tmp_path, turns=3), policy=RecordingPolicy(), env_factory=env_factory_with(evaluator),
-                 progress=False)
+        run_eval(
+            config(tmp_path, turns=3), policy=RecordingPolicy(), env_factory=env_factory_with(evaluator), progress=False
+        )
     other = RecordingPolicy()
     other.name = "another-model"
     with pytest.raises(ValueError, match="agent name"):
@@ -163,8 +179,9 @@ def test_agent_specs():
 
 
 def test_run_manifest_and_record_fields(tmp_path):
-    run_eval(config(tmp_path), policy=RecordingPolicy(), env_factory=env_factory_with(InstantEvaluator()),
-             progress=False)
+    run_eval(
+        config(tmp_path), policy=RecordingPolicy(), env_factory=env_factory_with(InstantEvaluator()), progress=False
+    )
     manifest = json.loads((tmp_path / "run" / "run.json").read_text())
     assert manifest["agent"]["name"] == "recording"
     assert manifest["backend"] == "interpreter" and manifest["device"]["backend"] == "interpreter"
@@ -193,8 +210,10 @@ def test_openai_agent_through_a_loopback_server(tmp_path):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             seen.append(body)
             message = {"role": "assistant", "content": "```python\nclass ModelNew: pass\n```"}
-            answer = {"choices": [{"index": 0, "finish_reason": "stop", "message": message}],
-                      "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
+            answer = {
+                "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+            }
             data = json.dumps(answer).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -228,8 +247,12 @@ def test_hf_agent_with_a_local_random_model(tmp_path):
 
     tokenizer = build_char_tokenizer()
     save_local_model(build_random_causal_lm(tokenizer=tokenizer), tokenizer, tmp_path / "tiny")
-    cfg = config(tmp_path, agent="hf", task_ids=TASKS[:1],
-                 agent_options={"model_path": str(tmp_path / "tiny"), "max_tokens": 8, "temperature": 0.0})
+    cfg = config(
+        tmp_path,
+        agent="hf",
+        task_ids=TASKS[:1],
+        agent_options={"model_path": str(tmp_path / "tiny"), "max_tokens": 8, "temperature": 0.0},
+    )
     evaluator = InstantEvaluator()
     summary = run_eval(cfg, env_factory=env_factory_with(evaluator), progress=False)
     assert summary.episodes_run == 1 and summary.env_steps == 1

@@ -49,7 +49,7 @@ def test_pages_are_self_contained(site):
         html = open(path).read()
         assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", html), path
         assert "Content-Security-Policy" in html
-        assert "<script src" not in html and "<link rel=\"stylesheet\"" not in html
+        assert "<script src" not in html and '<link rel="stylesheet"' not in html
 
 
 def test_index_has_one_row_per_submission_with_filters(site):

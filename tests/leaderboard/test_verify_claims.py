@@ -31,14 +31,22 @@ class StubEvaluator:
         self.requests.extend(requests)
         out = []
         for req in requests:
-            base = dict(task_id=req.task.id, backend="cuda", profile="full", code_hash="h", format_ok=True,
-                        static_ok=True)
+            base = dict(
+                task_id=req.task.id, backend="cuda", profile="full", code_hash="h", format_ok=True, static_ok=True
+            )
             if req.code.startswith("GOOD"):
                 speed = float(req.code.split(":")[1]) if ":" in req.code else 1.0
                 out.append(EvalResult(**base, stage=Stage.DONE, compiled=True, correct=True, speedup=speed))
             else:
-                out.append(EvalResult(**base, stage=Stage.CORRECTNESS, compiled=True,
-                                      error_type=ErrorType.VALUE_MISMATCH, error_message="max abs err 3.2"))
+                out.append(
+                    EvalResult(
+                        **base,
+                        stage=Stage.CORRECTNESS,
+                        compiled=True,
+                        error_type=ErrorType.VALUE_MISMATCH,
+                        error_message="max abs err 3.2",
+                    )
+                )
         return out
 
 

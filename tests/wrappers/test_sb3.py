@@ -208,6 +208,20 @@ def test_reward_uses_the_cost_model_estimate_only_when_asked():
     assert rewards[False][1] == rewards[False][0] == pytest.approx(0.5)
 
 
+def test_gymnasium_env_checker_passes_with_a_stub_evaluator():
+    from gymnasium.utils.env_checker import check_env
+
+    env = KernelChoiceEnv([RELU, SUM], evaluator=StubEvaluator(), render_mode="ansi")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env)
+    # The only complaint: instantiated directly rather than through gym.make (no spec).
+    assert [str(w.message) for w in caught if "spec" not in str(w.message)] == []
+    env.reset(seed=0, options={"task_id": RELU})
+    env.step(0)
+    assert env.render() == "core/L1/relu attempt 1/3: reference -> ok (score +0.50)"
+
+
 def test_env_rejects_misuse():
     with pytest.raises(ValueError, match="max_attempts"):
         KernelChoiceEnv([RELU], evaluator=StubEvaluator(), max_attempts=0)
