@@ -468,7 +468,7 @@ def _evaluate(state: _State) -> None:
     _check_snapshot(snapshot)
 
     # --- performance ------------------------------------------------------------------------
-    if job.backend in ("cuda", "npu") and job.measure_performance:
+    if job.measure_performance and (job.backend in ("cuda", "npu") or job.cpu_timing):
         state.stage(Stage.PERFORMANCE)
         _run_profiling(state, task_module, reference, candidate, device, rng)
         _check_snapshot(snapshot)
@@ -884,11 +884,12 @@ def _run_profiling(
                 run_candidate,
                 run_reference,
                 audit,
-                device_type=job.backend,
+                device_type=device.type,
                 num_sets=num_sets,
                 reps=job.profile_reps,
                 warmup=job.profile_warmup,
                 rng=rng,
+                flush_bytes=profiling.FLUSH_BYTES if device.type != "cpu" else 1 << 20,
             )
     except StageError:
         raise

@@ -30,3 +30,6 @@ class Job:
     kernels: list[str] = field(default_factory=list)
     warm_cache: str | None = None
     torch_threads: int = 1
+    #: Test hook: run the profiling stage on the interpreter with wall-clock timers and a small
+    #: cache flush, to exercise that code without a device. Its numbers mean nothing.
+    cpu_timing: bool = False

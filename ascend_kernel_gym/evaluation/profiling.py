@@ -41,8 +41,36 @@ class TimingResult:
     details: dict[str, Any]
 
 
+class _CpuEvent:
+    """Wall-clock stand-in for a device event (used only to test this stage on the CPU)."""
+
+    def __init__(self, enable_timing: bool = True) -> None:
+        self.t = 0.0
+
+    def record(self) -> None:
+        import time
+
+        self.t = time.perf_counter()
+
+    def synchronize(self) -> None:
+        return None
+
+    def elapsed_time(self, end: _CpuEvent) -> float:
+        return (end.t - self.t) * 1e3
+
+
+class _CpuDevice:
+    Event = _CpuEvent
+
+    @staticmethod
+    def synchronize() -> None:
+        return None
+
+
 def device_module(device_type: str) -> Any:
-    """``torch.cuda`` or ``torch.npu``."""
+    """``torch.cuda`` or ``torch.npu`` (a wall-clock shim for ``cpu``, for tests of this stage)."""
+    if device_type == "cpu":
+        return _CpuDevice
     module = getattr(torch, device_type, None)
     if module is None or not hasattr(module, "Event"):
         raise RuntimeError(f"torch has no event API for device type {device_type!r}")
@@ -70,6 +98,7 @@ def time_side_by_side(
     warmup: int = 3,
     audit_rounds: int = 5,
     rng: random.Random,
+    flush_bytes: int = FLUSH_BYTES,
 ) -> TimingResult:
     """Time both models; ``run_*(k)`` load input set ``k`` then call the model (load is untimed).
 
@@ -77,7 +106,7 @@ def time_side_by_side(
     having copied set ``k`` into the model's input buffers.
     """
     dev = device_module(device_type)
-    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device=device_type)
+    flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=device_type)
     for i in range(warmup):
         run_candidate(i % num_sets)()
         run_reference(i % num_sets)()
@@ -117,7 +146,7 @@ def time_side_by_side(
         "kernel_ms_p75": _quantile(cand_times, 0.75),
         "ref_ms_p25": _quantile(ref_times, 0.25),
         "ref_ms_p75": _quantile(ref_times, 0.75),
-        "l2_flush_bytes": FLUSH_BYTES,
+        "l2_flush_bytes": flush_bytes,
         "method": f"{device_type} events around call + device-wide synchronize, interleaved, median",
     }
     return TimingResult(ref_ms=ref_ms, kernel_ms=kernel_ms, speedup=speedup, details=details)

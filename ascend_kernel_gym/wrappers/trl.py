@@ -26,6 +26,7 @@ Nothing here imports torch, triton, trl or transformers; :func:`build_trl_datase
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -208,8 +209,10 @@ class AscendTritonToolEnv:
                 f"{self.best_score:+.3f}. No further submissions are evaluated."
             )
         code = code if isinstance(code, str) else ""
-        # An empty `code` is a normal failed turn (format failure), as in the text env.
-        action = f"```python\n{code.rstrip()}\n```" if code.strip() else ""
+        # An empty `code` is a normal failed turn (format failure), as in the text env. The fence
+        # is longer than any run of backticks inside the code, so the env extracts it verbatim.
+        fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", code)), default=0))
+        action = f"{fence}python\n{code.rstrip()}\n{fence}" if code.strip() else ""
         _, reward, terminated, truncated, info = self.env.step(action)
         self.num_submissions += 1
         score = float(info.get("score", reward))

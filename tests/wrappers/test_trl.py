@@ -138,9 +138,15 @@ def test_episode_reset_submit_and_reward_with_a_stub_evaluator():
     assert "no further submissions" in refused.lower() and len(stub.codes) == 2
 
     env.reset(task_id=RELU)  # a new episode forgets the old one
+    assert env.num_submissions == 0
+    with_fences = 'X = """\n```\nnot the end\n```\n"""'
+    env.submit_kernel(with_fences)
+    assert stub.codes[-1].strip() == with_fences  # passed through verbatim, inner fences included
+
+    env.reset(task_id=RELU)
     assert env.num_submissions == 0 and env.get_reward() == pytest.approx(-0.8)
     env.submit_kernel("")  # empty code is a failed turn, not an evaluation
-    assert len(stub.codes) == 2 and env.get_reward() == pytest.approx(-0.8)
+    assert len(stub.codes) == 3 and env.get_reward() == pytest.approx(-0.8)
 
 
 def test_no_submission_reward_override():

@@ -1,0 +1,390 @@
+"""Evaluator on a GPU (cuda backend): reference solutions, speedup stability, warm pool vs fresh process.
+
+Part 1 -- every bundled reference solution is evaluated ``--repeats`` times (default 5) with the
+full shape profile; the table gives correctness, the median speedup over the PyTorch reference
+and its spread ((max - min) / median) per task.
+
+Part 2 -- the issue's reference point: a Triton ReLU on a 4096 x 16384 fp32 tensor (5 correctness
+trials, 100 timed trials per model), evaluated by the warm pool and by a fresh Python process per
+evaluation (KernelBench style: a new interpreter imports torch and triton, initialises CUDA and
+runs the same checks). Both sides start from the same warm Triton driver cache and compile the
+candidate kernel themselves, so the difference is process start, imports and CUDA set-up.
+
+Runs without gymnasium (the evaluator does not need it). Writes a markdown table (date, GPU,
+torch and triton versions) and the raw numbers as JSON:
+
+    python bench/gpu_evaluator.py                         # cuda, writes $OUT/gpu_evaluator.md if $OUT is set
+    python bench/gpu_evaluator.py --out bench/results/gpu_evaluator_h200.md
+    python bench/gpu_evaluator.py --backend interpreter --dry-run     # CPU smoke test of this script
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import os
+import pickle
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _import_package_without_gymnasium() -> None:
+    """The package __init__ registers Gymnasium envs; the evaluator itself does not need gymnasium."""
+    try:
+        import gymnasium  # noqa: F401
+    except ImportError:
+        init = (ROOT / "ascend_kernel_gym" / "__init__.py").read_text()
+        match = re.search(r'__version__\s*=\s*"([^"]+)"', init)
+        pkg = types.ModuleType("ascend_kernel_gym")
+        pkg.__path__ = [str(ROOT / "ascend_kernel_gym")]  # type: ignore[attr-defined]
+        pkg.__version__ = match.group(1) if match else "0"  # type: ignore[attr-defined]
+        sys.modules["ascend_kernel_gym"] = pkg
+
+
+_import_package_without_gymnasium()
+
+from ascend_kernel_gym.evaluation import EvalRequest, EvalResult, Evaluator  # noqa: E402
+from ascend_kernel_gym.evaluation.job import Job  # noqa: E402
+from ascend_kernel_gym.evaluation.static import check_source  # noqa: E402
+from ascend_kernel_gym.tasks import get_task, load_suite  # noqa: E402
+
+RELU_ID = "core/L1/relu"
+
+FRESH_SCRIPT = r"""
+import os, pickle, sys, types
+root, backend, warm_dir = sys.argv[1], sys.argv[2], sys.argv[3]
+if backend == "interpreter":
+    os.environ["TRITON_INTERPRET"] = "1"
+sys.path.insert(0, root)
+pkg = types.ModuleType("ascend_kernel_gym"); pkg.__path__ = [os.path.join(root, "ascend_kernel_gym")]
+pkg.__version__ = "bench"; sys.modules["ascend_kernel_gym"] = pkg
+import torch, triton  # noqa: F401  (what every fresh harness process pays)
+job = pickle.loads(sys.stdin.buffer.read())
+if warm_dir == "-":
+    sys.exit(0)
+if warm_dir.startswith("prepare:"):
+    os.environ["TRITON_CACHE_DIR"] = warm_dir[len("prepare:"):]
+    from ascend_kernel_gym.evaluation import _warmup
+    _warmup.run_device_warmup(backend)
+    sys.exit(0)
+job.warm_cache = warm_dir or None
+from ascend_kernel_gym.evaluation.child import child_main
+child_main(job, os.dup(1), "fresh")
+"""
+
+
+def _progress(items: list[Any], desc: str) -> Any:
+    try:
+        from tqdm import tqdm
+
+        return tqdm(items, desc=desc)
+    except ImportError:
+        print(f"{desc}: {len(items)} items", flush=True)
+        return items
+
+
+def _variant(code: str, tag: str) -> str:
+    return f"{code}\n# {tag}\n"  # distinct code: the result cache cannot answer
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for dist in ("torch", "triton", "triton-ascend", "torch_npu"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+def _device_name(backend: str) -> str:
+    if backend == "cuda":
+        import torch
+
+        return f"{torch.cuda.get_device_name(0)} x{torch.cuda.device_count()}"
+    return f"CPU ({platform.machine()}, {os.cpu_count()} cores, Triton interpreter)"
+
+
+# --- part 1: reference solutions ------------------------------------------------------------------
+
+
+def bench_solutions(ev: Evaluator, tasks: list[Any], repeats: int, profile: str | None) -> list[dict[str, Any]]:
+    requests, owners = [], []
+    for task in tasks:
+        code = task.solution_source() or ""
+        for r in range(repeats):
+            requests.append(EvalRequest(task=task, code=_variant(code, f"repeat {r}"), profile=profile))
+            owners.append(task.id)
+    results: list[EvalResult] = []
+    batch = max(1, ev.workers)
+    for start in _progress(list(range(0, len(requests), batch)), "reference solutions"):
+        results.extend(ev.evaluate_many(requests[start : start + batch]))
+    rows = []
+    for task in tasks:
+        mine = [res for owner, res in zip(owners, results, strict=True) if owner == task.id]
+        speedups = [r.speedup for r in mine if r.ok and r.speedup is not None]
+        row: dict[str, Any] = {
+            "task": task.id,
+            "correct": sum(r.ok for r in mine),
+            "runs": len(mine),
+            "errors": sorted({f"{r.error_type.value}: {r.error_message[:160]}" for r in mine if not r.ok}),
+            "speedups": speedups,
+            "ref_ms": [r.ref_ms for r in mine if r.ref_ms is not None],
+            "kernel_ms": [r.kernel_ms for r in mine if r.kernel_ms is not None],
+            "wall_s": [r.stage_durations.get("total", 0.0) for r in mine],
+            "warnings": sorted({w for r in mine for w in r.warnings if "implausible" in w or "floor" in w}),
+        }
+        if speedups:
+            med = statistics.median(speedups)
+            row["speedup_median"] = med
+            row["speedup_spread_pct"] = 100.0 * (max(speedups) - min(speedups)) / med if med else None
+        rows.append(row)
+    return rows
+
+
+# --- part 2: warm pool vs fresh process -------------------------------------------------------------
+
+
+def _job_for(task: Any, code: str, backend: str, profile: str, sandbox: str, reps: int) -> Job:
+    report = check_source(code)
+    return Job(
+        task=task,
+        code=code,
+        code_hash=hashlib.sha256(code.encode()).hexdigest(),
+        backend=backend,
+        profile=profile,
+        num_trials=5,
+        measure_performance=True,
+        sandbox=sandbox,
+        profile_reps=reps,
+        static_warnings=list(report.warnings),
+        kernels=list(report.kernels),
+        memory_mb=0,
+    )
+
+
+def _fresh_env(backend: str) -> dict[str, str]:
+    keep = ("PATH", "HOME", "LANG", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "TRITON_PTXAS_PATH")
+    env = {k: v for k, v in os.environ.items() if k in keep}
+    if backend == "interpreter":
+        env["TRITON_INTERPRET"] = "1"
+    else:
+        env.setdefault("CUDA_VISIBLE_DEVICES", "0")
+    return env
+
+
+def bench_relu(ev: Evaluator, backend: str, profile: str, n: int, reps: int) -> dict[str, Any]:
+    task = get_task(RELU_ID)
+    code = task.solution_source() or ""
+    warm_walls, warm_results = [], []
+    ev.evaluate(EvalRequest(task=task, code=_variant(code, "warm-up"), profile=profile))
+    for i in _progress(list(range(n)), "relu: warm pool"):
+        start = time.perf_counter()
+        result = ev.evaluate(EvalRequest(task=task, code=_variant(code, f"warm {i}"), profile=profile))
+        warm_walls.append(time.perf_counter() - start)
+        warm_results.append(result)
+
+    env = _fresh_env(backend)
+    tmp = tempfile.mkdtemp(prefix="akg-bench-fresh-")
+    warm_dir = ""
+    if backend != "interpreter":  # same warm Triton driver cache as the pool's children get
+        warm_dir = os.path.join(tmp, "warm_cache")
+        os.makedirs(warm_dir)
+        subprocess.run(
+            [sys.executable, "-c", FRESH_SCRIPT, str(ROOT), backend, "prepare:" + warm_dir],
+            input=pickle.dumps(None),
+            env=env,
+            check=True,
+            timeout=600,
+        )
+    # What the imports alone cost in a fresh process (for the table).
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", FRESH_SCRIPT, str(ROOT), backend, "-"], input=pickle.dumps(None), env=env, check=True
+    )
+    import_s = time.perf_counter() - start
+    fresh_walls, fresh_results = [], []
+    for i in _progress(list(range(n)), "relu: fresh process"):
+        sandbox = tempfile.mkdtemp(prefix="akg-sandbox-", dir=tmp)
+        job = _job_for(task, _variant(code, f"fresh {i}"), backend, profile, sandbox, reps)
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-c", FRESH_SCRIPT, str(ROOT), backend, warm_dir],
+            input=pickle.dumps(job),
+            capture_output=True,
+            env=env,
+            timeout=600,
+        )
+        fresh_walls.append(time.perf_counter() - start)
+        try:
+            data = json.loads(proc.stdout[8:])["result"]
+            fresh_results.append(EvalResult.from_dict(data))
+        except (ValueError, KeyError) as exc:
+            raise RuntimeError(f"fresh evaluation produced no result: {exc}; stderr: {proc.stderr[-2000:]!r}") from None
+    return {
+        "task": RELU_ID,
+        "profile": profile,
+        "warm_walls": warm_walls,
+        "fresh_walls": fresh_walls,
+        "fresh_import_s": import_s,
+        "warm_ok": [r.ok for r in warm_results],
+        "fresh_ok": [r.ok for r in fresh_results],
+        "warm_errors": [r.error_message[:200] for r in warm_results if not r.ok],
+        "fresh_errors": [r.error_message[:200] for r in fresh_results if not r.ok],
+        "warm_speedups": [r.speedup for r in warm_results],
+        "warm_stage_durations": [r.stage_durations for r in warm_results],
+        "fresh_speedups": [r.speedup for r in fresh_results],
+    }
+
+
+# --- report ---------------------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, pattern: str = "{:.3f}") -> str:
+    return "-" if value is None else pattern.format(value)
+
+
+def render(meta: dict[str, Any], rows: list[dict[str, Any]], relu: dict[str, Any] | None) -> str:
+    lines = [
+        f"# Evaluator on {meta['backend']}: reference solutions and warm pool vs fresh process",
+        "",
+        f"- date: {meta['date']}",
+        f"- device: {meta['device']}",
+        f"- versions: {', '.join(f'{k} {v}' for k, v in meta['versions'].items())}, Python {meta['python']}",
+        f"- command: `{meta['command']}`",
+        f"- workers: {meta['workers']} (one per GPU), timed repetitions per model: {meta['reps']}, "
+        f"repeats per task: {meta['repeats']}, profile: {meta['profile'] or 'default'}",
+        "- zygotes: " + ", ".join(json.dumps(info, sort_keys=True) for info in meta["zygotes"]),
+        "",
+        "## Reference solutions",
+        "",
+        "| task | correct | speedup (median) | spread | ref ms (median) | kernel ms (median) | wall s (median) | notes |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        spread = row.get("speedup_spread_pct")
+        notes = "; ".join(row["errors"] + row["warnings"])[:200].replace("|", "/")
+        lines.append(
+            "| {task} | {ok}/{runs} | {sp} | {spread} | {ref} | {ker} | {wall} | {notes} |".format(
+                task=row["task"],
+                ok=row["correct"],
+                runs=row["runs"],
+                sp=_fmt(row.get("speedup_median"), "{:.3f}x"),
+                spread=_fmt(spread, "{:.1f}%") + (" (>3%)" if spread is not None and spread > 3 else ""),
+                ref=_fmt(statistics.median(row["ref_ms"]) if row["ref_ms"] else None, "{:.4f}"),
+                ker=_fmt(statistics.median(row["kernel_ms"]) if row["kernel_ms"] else None, "{:.4f}"),
+                wall=_fmt(statistics.median(row["wall_s"]) if row["wall_s"] else None, "{:.2f}"),
+                notes=notes,
+            )
+        )
+    correct_tasks = sum(1 for row in rows if row["correct"] == row["runs"])
+    spreads = [row["speedup_spread_pct"] for row in rows if row.get("speedup_spread_pct") is not None]
+    lines += [
+        "",
+        f"{correct_tasks}/{len(rows)} tasks correct in every run; "
+        + (f"speedup spread median {statistics.median(spreads):.1f}%, max {max(spreads):.1f}%, " if spreads else "")
+        + f"{sum(1 for s in spreads if s <= 3)}/{len(spreads)} tasks within 3%.",
+    ]
+    if relu is not None:
+        warm, fresh = statistics.median(relu["warm_walls"]), statistics.median(relu["fresh_walls"])
+        lines += [
+            "",
+            f"## {relu['task']} ({relu['profile']} profile): one evaluation, wall seconds",
+            "",
+            "5 correctness trials and 100 timed trials per model in both cases; median of "
+            f"{len(relu['warm_walls'])} evaluations each.",
+            "",
+            "| harness | median wall s | min | max | all correct |",
+            "|---|---|---|---|---|",
+            f"| fresh Python process per evaluation | {fresh:.2f} | {min(relu['fresh_walls']):.2f} | "
+            f"{max(relu['fresh_walls']):.2f} | {all(relu['fresh_ok'])} |",
+            f"| warm pool (fork per evaluation) | {warm:.2f} | {min(relu['warm_walls']):.2f} | "
+            f"{max(relu['warm_walls']):.2f} | {all(relu['warm_ok'])} |",
+            "",
+            f"Warm pool is {fresh / warm:.1f}x faster per evaluation; importing torch + triton alone takes "
+            f"{relu['fresh_import_s']:.2f} s in a fresh process. Target: <= 1 s per evaluation with the warm pool "
+            "(issue 3; reference point: 8.4-11.5 s for a KernelBench-style fresh-process evaluation on an H200).",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="cuda", choices=("cuda", "npu", "interpreter"))
+    parser.add_argument("--repeats", type=int, default=5, help="evaluations per task (default 5)")
+    parser.add_argument("--relu-runs", type=int, default=5, help="evaluations per side in part 2 (default 5)")
+    parser.add_argument("--reps", type=int, default=100, help="timed repetitions per model (default 100)")
+    parser.add_argument("--tasks", default=None, help="comma-separated task ids (default: all with solutions)")
+    parser.add_argument("--skip-solutions", action="store_true", help="only part 2")
+    parser.add_argument("--skip-relu", action="store_true", help="only part 1")
+    parser.add_argument("--workers", type=int, default=None, help="default: one per visible GPU")
+    parser.add_argument("--dry-run", action="store_true", help="tiny run (3 tasks, 2 repeats, small shapes)")
+    parser.add_argument("--out", type=Path, default=None, help="markdown output (default: $OUT/gpu_evaluator.md)")
+    args = parser.parse_args(argv)
+
+    profile = None
+    if args.dry_run:
+        args.repeats, args.relu_runs, args.reps = min(args.repeats, 2), min(args.relu_runs, 1), min(args.reps, 5)
+        if args.tasks is None:
+            args.tasks = "core/L1/relu,core/L1/softmax,core/L2/linear_gelu"
+    if args.backend == "interpreter":
+        profile = "small"
+    tasks = [t for t in load_suite("core") if t.solution_path is not None]
+    if args.tasks:
+        wanted = [s.strip() for s in args.tasks.split(",") if s.strip()]
+        tasks = [t for t in tasks if t.id in wanted]
+    out = args.out
+    if out is None:
+        base = os.environ.get("OUT")
+        out = Path(base) / "gpu_evaluator.md" if base else ROOT / "bench" / "results" / f"gpu_evaluator_{args.backend}.md"
+
+    started = time.time()
+    with Evaluator(
+        backend=args.backend, workers=args.workers, cache=False, profile_reps=args.reps, ascend_checks="off"
+    ) as ev:
+        ev.warm_up()
+        meta = {
+            "backend": ev.backend,
+            "date": dt.datetime.now().isoformat(timespec="seconds"),
+            "device": _device_name(ev.backend),
+            "versions": _versions(),
+            "python": platform.python_version(),
+            "command": "python " + " ".join([os.path.relpath(__file__, ROOT), *(argv or sys.argv[1:])]),
+            "workers": ev.workers,
+            "reps": args.reps,
+            "repeats": args.repeats,
+            "profile": profile,
+            "zygotes": [h.info for h in ev._handles],
+        }
+        print(json.dumps(meta, indent=2), flush=True)
+        rows = [] if args.skip_solutions else bench_solutions(ev, tasks, args.repeats, profile)
+        relu = None
+        if not args.skip_relu:
+            relu = bench_relu(ev, ev.backend, profile or "full", args.relu_runs, args.reps)
+    meta["elapsed_s"] = round(time.time() - started, 1)
+    text = render(meta, rows, relu)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "solutions": rows, "relu": relu}, indent=2))
+    print(text)
+    print(f"wrote {out} and {out.with_suffix('.json')} in {meta['elapsed_s']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
