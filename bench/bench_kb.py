@@ -80,20 +80,32 @@ def main() -> int:
     load_encoder(resolve_model(None)[0])
     load_s = time.perf_counter() - start
     rows.append(("import torch", f"{import_s:.2f} s", "once per process"))
-    rows.append(("model load (all-MiniLM-L6-v2)", f"{load_s:.2f} s", "incl. importing sentence-transformers; once per process"))
+    rows.append(
+        ("model load (all-MiniLM-L6-v2)", f"{load_s:.2f} s", "incl. importing sentence-transformers; once per process")
+    )
 
     with tempfile.TemporaryDirectory(prefix="akg-bench-kb-") as cache:
         kb = KnowledgeBase(cache_dir=cache)
         stats = kb.build(progress=True)
         assert not stats.from_cache
-        rows.append((f"index build ({stats.entries} entries, dim {stats.dim})", f"{stats.total_s:.2f} s",
-                     f"embedding {stats.embed_s:.2f} s; model already loaded"))
+        rows.append(
+            (
+                f"index build ({stats.entries} entries, dim {stats.dim})",
+                f"{stats.total_s:.2f} s",
+                f"embedding {stats.embed_s:.2f} s; model already loaded",
+            )
+        )
         start = time.perf_counter()
         again = KnowledgeBase(cache_dir=cache)
         cached = again.build()
         assert cached.from_cache
-        rows.append(("index load from disk cache", f"{(time.perf_counter() - start) * 1000:.1f} ms",
-                     "entries parsed + faiss read"))
+        rows.append(
+            (
+                "index load from disk cache",
+                f"{(time.perf_counter() - start) * 1000:.1f} ms",
+                "entries parsed + faiss read",
+            )
+        )
 
         queries = [q for q, _ in LABELLED_QUERIES]
         # warm-up
@@ -103,8 +115,14 @@ def main() -> int:
         trig = time_each(lambda q: kb.search(q, k=3, dense=False), queries, args.repeats)
         feedback_items = []
         for task_id, error_type, message, _ in FEEDBACK_CASES:
-            result = EvalResult(task_id=task_id, backend="interpreter", profile="small", code_hash="h",
-                                error_type=ErrorType(error_type), error_message=message)
+            result = EvalResult(
+                task_id=task_id,
+                backend="interpreter",
+                profile="small",
+                code_hash="h",
+                error_type=ErrorType(error_type),
+                error_message=message,
+            )
             feedback_items.append((get_task(task_id), render_feedback(result), result.to_dict()))
 
         def wrapper_path(item):

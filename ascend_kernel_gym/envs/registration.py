@@ -7,6 +7,8 @@ import gymnasium as gym
 ENTRY_POINT = "ascend_kernel_gym.envs.ascend_triton:AscendTritonEnv"
 #: The ATRL-style harness: AscendTriton-v0 with compaction and knowledge-base tips.
 ATRL_ENTRY_POINT = "ascend_kernel_gym.envs.presets:make_atrl_env"
+#: A numeric decision problem over kernel variants, for libraries that cannot consume Text spaces (SB3).
+KERNEL_CHOICE_ENTRY_POINT = "ascend_kernel_gym.wrappers.sb3:KernelChoiceEnv"
 
 
 def register_envs() -> None:
@@ -17,3 +19,5 @@ def register_envs() -> None:
         gym.register(id="AscendTriton-v0", entry_point=ENTRY_POINT, nondeterministic=True)
     if "AscendTriton-ATRL-v0" not in gym.registry:
         gym.register(id="AscendTriton-ATRL-v0", entry_point=ATRL_ENTRY_POINT, nondeterministic=True)
+    if "AscendKernelChoice-v0" not in gym.registry:
+        gym.register(id="AscendKernelChoice-v0", entry_point=KERNEL_CHOICE_ENTRY_POINT, nondeterministic=True)

@@ -32,6 +32,7 @@ from ascend_kernel_gym.evaluation import correctness as cx
 from ascend_kernel_gym.evaluation.feedback import scrub_text
 from ascend_kernel_gym.evaluation.guard import SandboxGuard
 from ascend_kernel_gym.evaluation.job import Job
+from ascend_kernel_gym.evaluation.policy import COPY_TORCH_OPS
 from ascend_kernel_gym.evaluation.recorder import Recorder
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalResult, Stage
 from ascend_kernel_gym.tasks.runtime import instantiate
@@ -257,7 +258,7 @@ class LibrarySnapshot:
                 # Classes: every public name, resolved statically along the MRO, so that an
                 # attribute added to torch.Tensor in front of an inherited method is seen too.
                 for name in dir(space):
-                    if name.startswith("_"):
+                    if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
                         continue
                     for klass in space.__mro__:
                         if name in vars(klass):
@@ -271,7 +272,21 @@ class LibrarySnapshot:
 
     def changed(self) -> list[str]:
         now = self._take()
-        return sorted(f"{label}.{name}" for (label, name), old in self.ids.items() if now.get((label, name)) != old)
+        changed = sorted(f"{label}.{name}" for (label, name), old in self.ids.items() if now.get((label, name)) != old)
+        return changed + _global_hooks()
+
+
+def _global_hooks() -> list[str]:
+    """Global nn.Module hooks (they would run inside the reference model too)."""
+    from torch.nn.modules import module as module_mod
+
+    found = []
+    for name in dir(module_mod):
+        if name.startswith("_global_") and name.endswith("hooks"):
+            hooks = getattr(module_mod, name)
+            if isinstance(hooks, dict) and hooks:
+                found.append(f"torch.nn.modules.module.{name}")
+    return found
 
 
 # --- exceptions ---------------------------------------------------------------------------------
@@ -591,6 +606,15 @@ def _call_candidate(state: _State, candidate: Any, inputs: list[Any], first: boo
             "launched as kernel[grid](...) on every call",
         )
     bad_ops = sorted(op for op in stats.ops if not _allowed(op))
+    copies = sorted(op for op in stats.ops if op.startswith("aten.") and op[5:] in COPY_TORCH_OPS)
+    if copies and not bad_ops:
+        for tensor in _output_tensors(out):
+            if tensor.untyped_storage().nbytes() and tensor.untyped_storage().data_ptr() not in stats.arg_ptrs:
+                raise StageError(
+                    ErrorType.TORCH_FALLBACK,
+                    f"the output was produced by a PyTorch copy ({', '.join(copies)}), not written by one of your "
+                    "Triton kernels; write the final result (in its final layout) from your kernel",
+                )
     if bad_ops:
         raise StageError(
             ErrorType.TORCH_FALLBACK,
@@ -599,6 +623,14 @@ def _call_candidate(state: _State, candidate: Any, inputs: list[Any], first: boo
             + ". Only allocation, views and copies may run outside your Triton kernels.",
         )
     return out
+
+
+def _output_tensors(out: Any) -> list[torch.Tensor]:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for item in out for t in _output_tensors(item)]
+    return []
 
 
 def _allowed(op: str) -> bool:
@@ -912,6 +944,8 @@ def _bandwidth_gbps(job: Job) -> float | None:
     try:
         if job.backend == "npu":
             return float(load_chip(job.ascend_profile).hbm_bandwidth_gbps)
+        if job.backend != "cuda":
+            return None
         name = torch.cuda.get_device_name(0)
         for chip in ("H200",):
             if chip in name:

@@ -135,6 +135,7 @@ FORBIDDEN_PATHS: dict[str, str] = {
     "torch.set_num_threads": "changing global PyTorch settings is not allowed",
     "torch.backends": "changing backend flags changes the reference too",
     "torch.overrides": "overriding PyTorch functions is not allowed",
+    "torch.nn.modules": "global module hooks (torch.nn.modules.module.register_module_*) are not allowed",
     "torch.cuda.set_per_process_memory_fraction": "changing the memory cap is not allowed",
     "torch.profiler": "profiling is the harness's job",
     "torch.autograd.profiler": "profiling is the harness's job",
@@ -152,6 +153,24 @@ FORBIDDEN_PATHS: dict[str, str] = {
     "triton.profiler": "profiling is the harness's job",
     "triton.instrumentation": "Triton instrumentation is not allowed",
 }
+
+#: Allowed operators that copy data. When one of them ran in ``forward``, every output must be
+#: memory that one of the candidate's kernels received as an argument (so ``x.t().contiguous()``
+#: after a decoy launch is PyTorch doing the work, not the kernel).
+COPY_TORCH_OPS: frozenset[str] = frozenset(
+    {
+        "clone",
+        "copy_",
+        "_to_copy",
+        "to",
+        "_copy_from",
+        "_copy_from_and_resize",
+        "cat",
+        "stack",
+        "pad",
+        "constant_pad_nd",
+    }
+)
 
 #: Names of builtins a candidate may not use at all (not even reference).
 FORBIDDEN_BUILTINS: dict[str, str] = {
@@ -254,6 +273,13 @@ FORBIDDEN_ATTRS: dict[str, str] = {
     "register_forward_hook": "module hooks are not allowed",
     "register_forward_pre_hook": "module hooks are not allowed",
     "register_full_backward_hook": "module hooks are not allowed",
+    "register_module_forward_hook": "global module hooks are not allowed",
+    "register_module_forward_pre_hook": "global module hooks are not allowed",
+    "register_module_full_backward_hook": "global module hooks are not allowed",
+    "register_module_full_backward_pre_hook": "global module hooks are not allowed",
+    "register_module_buffer_registration_hook": "global module hooks are not allowed",
+    "register_module_parameter_registration_hook": "global module hooks are not allowed",
+    "register_module_module_registration_hook": "global module hooks are not allowed",
 }
 
 #: Recognised ways to mark a Triton kernel.

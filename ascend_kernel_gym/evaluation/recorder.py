@@ -66,6 +66,8 @@ class Recorder:
         self.launches: list[LaunchRecord] = []
         self.launch_count = 0
         self.ops: Counter[str] = Counter()
+        #: storages of tensors passed to the candidate's kernels during the current forward call
+        self.arg_ptrs: set[int] = set()
         self._installed = False
 
     # --- patches --------------------------------------------------------------------------------
@@ -161,6 +163,9 @@ class Recorder:
         self, python_fn: Any, bound: dict[str, Any], grid: tuple[int, ...], kwargs: dict[str, Any]
     ) -> None:
         self.launch_count += 1
+        for value in bound.values():
+            if isinstance(value, torch.Tensor) and value.device.type != "meta":
+                self.arg_ptrs.add(value.untyped_storage().data_ptr())
         if len(self.launches) >= MAX_LAUNCH_RECORDS:
             return
         params = inspect.signature(python_fn).parameters
@@ -193,6 +198,7 @@ class Recorder:
         """Record launches and operators for one call of the candidate's forward."""
         stats = _CallStats(self.launch_count, Counter(self.ops))
         mode = _OpRecordingMode(self)
+        self.arg_ptrs = set()
         self.recording = True
         try:
             with mode:
@@ -201,6 +207,7 @@ class Recorder:
             self.recording = False
             stats.launches = self.launch_count - stats.launches_before
             stats.ops = self.ops - stats.ops_before
+            stats.arg_ptrs = set(self.arg_ptrs)
 
     def record_op(self, name: str) -> None:
         if self.recording and not self._suspended:
@@ -217,6 +224,7 @@ class _CallStats:
         self.ops_before = ops_before
         self.launches = 0
         self.ops: Counter[str] = Counter()
+        self.arg_ptrs: set[int] = set()
 
 
 def _is_allowed(op: str) -> bool:

@@ -268,7 +268,10 @@ class _Checker(ast.NodeVisitor):
             self.fail(node, "relative imports are forbidden")
             return
         module = node.module or ""
+        before = len(self.report.violations)
         self.check_path(node, module)
+        if len(self.report.violations) > before:
+            return
         for alias in node.names:
             if alias.name == "*":
                 self.fail(node, f"`from {module} import *` is forbidden (name every import)")
@@ -288,22 +291,29 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
-        if attr.startswith("__") and attr.endswith("__") and attr not in policy.SAFE_DUNDER_ATTRS:
-            self.fail(node, f"attribute `{attr}` is forbidden (dunder access is how sandboxes are escaped)")
-        elif attr in policy.FORBIDDEN_ATTRS:
-            self.fail(node, f"attribute `.{attr}` is forbidden: {policy.FORBIDDEN_ATTRS[attr]}")
+        before = len(self.report.violations)
+        parent = getattr(node, "_akg_parent", None)
+        inner = isinstance(parent, ast.Attribute) and parent.value is node  # the outer node reports the chain
         path = self.resolve(node)
-        if path is not None:
+        if path is not None and not inner:
             self.check_path(node, path)
-            if isinstance(node.ctx, (ast.Store, ast.Del)):
+            if isinstance(node.ctx, (ast.Store, ast.Del)) and len(self.report.violations) == before:
                 self.fail(node, f"assigning to `{path}` is forbidden (monkeypatching libraries is not allowed)")
-            elif self._forward_depth and not self._kernel_depth:
-                self._hint_compute(node, path)
-        elif self._forward_depth and not self._kernel_depth and attr in _COMPUTE_METHODS:
-            parent = getattr(node, "_akg_parent", None)
+        if len(self.report.violations) == before:
+            is_dunder = attr.startswith("__") and attr.endswith("__")
+            if is_dunder and isinstance(node.ctx, (ast.Store, ast.Del)):
+                self.fail(node, f"assigning to `{attr}` is forbidden (changing special methods or classes)")
+            elif is_dunder and attr not in policy.SAFE_DUNDER_ATTRS:
+                self.fail(node, f"attribute `{attr}` is forbidden (dunder access is how sandboxes are escaped)")
+            elif attr in policy.FORBIDDEN_ATTRS:
+                self.fail(node, f"attribute `.{attr}` is forbidden: {policy.FORBIDDEN_ATTRS[attr]}")
+        if path is not None and self._forward_depth and not self._kernel_depth:
+            self._hint_compute(node, path)
+        elif path is None and self._forward_depth and not self._kernel_depth and attr in _COMPUTE_METHODS:
             if isinstance(parent, ast.Call) and parent.func is node:
                 self.warn(node, f"`.{attr}()` in forward computes with PyTorch; do that work in your Triton kernel")
-        self.generic_visit(node)
+        if len(self.report.violations) == before or not inner:
+            self.generic_visit(node)
 
     def _hint_compute(self, node: ast.AST, path: str) -> None:
         if not path.startswith("torch.") or path in _NON_COMPUTE_TORCH:
@@ -326,7 +336,9 @@ class _Checker(ast.NodeVisitor):
                 self.fail(node, f"`{name}` with a computed attribute name is forbidden; write the attribute out")
             else:
                 attr = node.args[1].value
-                if attr.startswith("__") and attr.endswith("__") and attr not in policy.SAFE_DUNDER_ATTRS:
+                if name == "setattr" and attr.startswith("__") and attr.endswith("__"):
+                    self.fail(node, f"`setattr(..., {attr!r})` is forbidden (changing special methods)")
+                elif attr.startswith("__") and attr.endswith("__") and attr not in policy.SAFE_DUNDER_ATTRS:
                     self.fail(node, f"`{name}(..., {attr!r})` is forbidden (dunder access)")
                 elif attr in policy.FORBIDDEN_ATTRS:
                     self.fail(node, f"`{name}(..., {attr!r})` is forbidden: {policy.FORBIDDEN_ATTRS[attr]}")

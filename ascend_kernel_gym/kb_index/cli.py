@@ -21,8 +21,12 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--extra-dir", action="append", default=[], metavar="DIR", help="a directory of extra entries (repeatable)"
     )
-    parser.add_argument("--model", default=None, help="local sentence-transformers model directory (default: bundled MiniLM)")
-    parser.add_argument("--cache-dir", default=None, help="index cache directory (default: $AKG_CACHE_DIR/kb or ~/.cache/...)")
+    parser.add_argument(
+        "--model", default=None, help="local sentence-transformers model directory (default: bundled MiniLM)"
+    )
+    parser.add_argument(
+        "--cache-dir", default=None, help="index cache directory (default: $AKG_CACHE_DIR/kb or ~/.cache/...)"
+    )
 
 
 def _kb(args: argparse.Namespace) -> Any:
@@ -60,7 +64,9 @@ def _cmd_search(args: argparse.Namespace) -> int:
     hits = kb.search(args.query, k=args.k, dense=not args.no_dense)
     elapsed = time.perf_counter() - start
     if args.json:
-        print(json.dumps({"query": args.query, "hits": [h.to_dict() | {"title": h.entry.title} for h in hits]}, indent=2))
+        print(
+            json.dumps({"query": args.query, "hits": [h.to_dict() | {"title": h.entry.title} for h in hits]}, indent=2)
+        )
         return 0
     from rich.console import Console
     from rich.table import Table

@@ -13,6 +13,7 @@ sentence-transformers are imported lazily, on the first build or search.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -20,7 +21,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,26 @@ META_FILE = "meta.json"
 
 _ENCODERS: dict[tuple[str, str], Any] = {}
 _ENCODER_LOCK = threading.Lock()
+_QUERY_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _torch_threads(n: int | None) -> Iterator[None]:
+    """Temporarily set torch's intra-op thread count (process-wide), restoring it afterwards."""
+    if n is None:
+        yield
+        return
+    import torch
+
+    previous = torch.get_num_threads()
+    if previous == n:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def default_model_path() -> Path:
@@ -153,6 +174,10 @@ class DenseIndex:
         cache_dir: where indexes are cached; ``None`` uses :func:`default_cache_dir`.
         device: torch device for the encoder (``"cpu"`` is plenty for a few hundred entries).
         batch_size: entries embedded per batch when building.
+        query_threads: torch intra-op threads while embedding one query (the previous setting
+            is restored afterwards); ``None`` leaves torch's setting alone. One thread is
+            several times faster for a single short query on a busy CPU, where extra threads
+            only contend.
     """
 
     def __init__(
@@ -162,6 +187,7 @@ class DenseIndex:
         cache_dir: str | Path | None = None,
         device: str = "cpu",
         batch_size: int = 16,
+        query_threads: int | None = 1,
     ) -> None:
         if not entries:
             raise ValueError("entries is empty: there is nothing to index")
@@ -172,6 +198,9 @@ class DenseIndex:
         self.cache_root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
         self.device = device
         self.batch_size = batch_size
+        if query_threads is not None and query_threads < 1:
+            raise ValueError(f"query_threads must be >= 1 or None, got {query_threads}")
+        self.query_threads = query_threads
         self.fingerprint = entries_fingerprint(self.entries, self.model_id)
         self._index: Any = None
         self._ids: list[str] = []
@@ -293,7 +322,8 @@ class DenseIndex:
     def scores(self, query: str) -> dict[str, float]:
         """Cosine similarity of ``query`` to every entry, by entry id."""
         self.ensure_built()
-        vector = self.embed([query])
+        with _QUERY_LOCK, _torch_threads(self.query_threads):
+            vector = self.embed([query])
         sims, rows = self._index.search(vector, len(self._ids))
         return {self._ids[int(r)]: float(s) for s, r in zip(sims[0], rows[0], strict=True) if r >= 0}
 

@@ -480,9 +480,7 @@ def build_rules_summary(ctx: CompactionContext) -> str:
     scored = [a for a in attempts if isinstance(a.get("score"), (int, float)) and a.get("code")]
     best = max(scored, key=lambda a: (a["score"], -a.get("turn", 0))) if scored else None
     last = attempts[-1] if attempts else None
-    cont = (
-        f"You have {ctx.turns_left} turn(s) left. {CONTINUE_TEXT}" if ctx.turns_left is not None else CONTINUE_TEXT
-    )
+    cont = f"You have {ctx.turns_left} turn(s) left. {CONTINUE_TEXT}" if ctx.turns_left is not None else CONTINUE_TEXT
 
     def render(n_lines: int, last_chars: int, code_chars: int | None) -> str:
         parts = [SUMMARY_HEADER, "", _task_line(ctx.task), ""]

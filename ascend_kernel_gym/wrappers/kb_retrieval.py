@@ -121,7 +121,7 @@ class KBRetrievalWrapper(gym.Wrapper):
     * ``cache_dir`` (path | None): index cache directory.
     * ``min_score`` (float | None, 0.25): dense-only tips below this cosine similarity are dropped.
     * ``inject_on_reset`` (bool, True): also add tips for the task to the initial prompt.
-    * ``max_tip_chars`` (int, 420): each tip's advice is cut (at a sentence) to this length.
+    * ``max_tip_chars`` (int, 600): each tip's advice is cut (at a sentence) to this length.
     * ``dense`` (bool, True): ``False`` uses trigger regexes only (no embedding model).
     """
 
@@ -136,7 +136,7 @@ class KBRetrievalWrapper(gym.Wrapper):
         cache_dir: str | Path | None = None,
         min_score: float | None = 0.25,
         inject_on_reset: bool = True,
-        max_tip_chars: int = 420,
+        max_tip_chars: int = 600,
         dense: bool = True,
     ) -> None:
         super().__init__(env)

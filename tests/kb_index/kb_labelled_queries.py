@@ -17,7 +17,8 @@ ERROR_QUERIES: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("RuntimeError: coreDim=98304 can't be greater than UINT16_MAX", ("grid-uint16-max-coredim",)),
     (
-        "bishengir-compile: Unknown command line argument '--target=Ascend310P1'. Cannot find option named 'Ascend310P1'",
+        "bishengir-compile: Unknown command line argument '--target=Ascend310P1'. "
+        "Cannot find option named 'Ascend310P1'",
         ("install-310p-unsupported",),
     ),
     (
@@ -33,7 +34,7 @@ ERROR_QUERIES: list[tuple[str, tuple[str, ...]]] = [
     ("Segmentation fault (core dumped)", ("eval-crash-out-of-bounds",)),
     ("corrupted size vs. prev_size", ("eval-crash-out-of-bounds",)),
     ("Timeout fault", ("eval-timeout",)),
-    ("InterpreterError: ValueError(\"arange's range must be a power of 2\")", ("arange-rules-ascend",)),
+    ('InterpreterError: ValueError("arange\'s range must be a power of 2")', ("arange-rules-ascend",)),
     ("InterpreterError: TypeError(\"'dtype' object is not callable\")", ("scalar-cast-and-constexpr",)),
     ("AssertionError: Torch not compiled with CUDA enabled", ("port-gpu-code-to-npu", "eval-device-mismatch")),
     ("atomic_add does not support int64 on this target", ("atomics-limits",)),
@@ -71,7 +72,10 @@ TASK_QUERIES: list[tuple[str, tuple[str, ...]]] = [
         "Embedding lookup: gather rows of an nn.Embedding(num_embeddings, dim) float32 table with int64 indices.",
         ("gather-load-then-tl-gather",),
     ),
-    ("Inclusive prefix sum (cumsum) of a float32 matrix (M, N) along its last dimension.", ("associative-scan-and-keep-dims",)),
+    (
+        "Inclusive prefix sum (cumsum) of a float32 matrix (M, N) along its last dimension.",
+        ("associative-scan-and-keep-dims",),
+    ),
     (
         "Square matrix multiplication C = A @ B of two float16 matrices (N, N).",
         ("matmul-default-tiling", "cube-tiles-multiple-of-16", "dot-dtypes-and-accumulator", "l0-buffer-limits"),
@@ -86,7 +90,10 @@ TASK_QUERIES: list[tuple[str, tuple[str, ...]]] = [
         "Argmax of a float32 tensor (B, N, D) over its middle dimension: int64 output (B, D).",
         ("argmax-index-output",),
     ),
-    ("Batched transpose into a new contiguous tensor: x (B, M, N) in bfloat16 -> (B, N, M).", ("transpose-kernel-pattern",)),
+    (
+        "Batched transpose into a new contiguous tensor: x (B, M, N) in bfloat16 -> (B, N, M).",
+        ("transpose-kernel-pattern",),
+    ),
     (
         "Scaled dot-product attention with causal mask over (B, H, S, D) float16 tensors.",
         ("fused-attention-pattern",),
@@ -105,14 +112,39 @@ FEEDBACK_CASES: list[tuple[str, str, str, tuple[str, ...]]] = [
         "ub overflow, requires 2359296 bits while 1572864 bits available! (possible reason: multi-buffer)",
         ("ub-overflow-compile-error",),
     ),
-    ("core/L1/relu", "compile_error", "RuntimeError: coreDim=131072 can't be greater than UINT16_MAX", ("grid-uint16-max-coredim",)),
+    (
+        "core/L1/relu",
+        "compile_error",
+        "RuntimeError: coreDim=131072 can't be greater than UINT16_MAX",
+        ("grid-uint16-max-coredim",),
+    ),
     ("core/L1/relu", "compile_error", "ValueError: arange's range must be a power of 2", ("arange-rules-ascend",)),
     ("core/L1/gelu", "compile_error", "TypeError: 'dtype' object is not callable", ("scalar-cast-and-constexpr",)),
-    ("core/L1/matmul_square", "compile_error", "error: Casting pointers with unmatched bitwidth", ("pointer-cast-bitwidth",)),
-    ("core/L1/rmsnorm", "compile_error", "LLVM ERROR: unsupported datatype for arith::ExtFOp to hfusion", ("extf-hfusion-pow-rsqrt",)),
+    (
+        "core/L1/matmul_square",
+        "compile_error",
+        "error: Casting pointers with unmatched bitwidth",
+        ("pointer-cast-bitwidth",),
+    ),
+    (
+        "core/L1/rmsnorm",
+        "compile_error",
+        "LLVM ERROR: unsupported datatype for arith::ExtFOp to hfusion",
+        ("extf-hfusion-pow-rsqrt",),
+    ),
     ("core/L1/matmul_square", "torch_fallback", "torch.matmul ran inside ModelNew.forward", ("eval-torch-fallback",)),
-    ("core/L1/relu", "no_kernel_launched", "no launch of your @triton.jit kernels was recorded", ("eval-no-kernel-launched",)),
-    ("core/L1/softmax", "value_mismatch", "max abs error 0.73 (atol 1e-05, rtol 1e-05) in 4096 of 16000 elements", ("eval-value-mismatch",)),
+    (
+        "core/L1/relu",
+        "no_kernel_launched",
+        "no launch of your @triton.jit kernels was recorded",
+        ("eval-no-kernel-launched",),
+    ),
+    (
+        "core/L1/softmax",
+        "value_mismatch",
+        "max abs error 0.73 (atol 1e-05, rtol 1e-05) in 4096 of 16000 elements",
+        ("eval-value-mismatch",),
+    ),
     ("core/L1/relu", "timeout", "the evaluation exceeded its 60 s limit", ("eval-timeout",)),
     ("core/L1/relu", "crash", "the child process died with signal 11 (SIGSEGV)", ("eval-crash-out-of-bounds",)),
     ("core/L1/log_softmax", "nan_or_inf", "output has 12 NaN values", ("eval-nan-or-inf",)),

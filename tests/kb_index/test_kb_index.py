@@ -126,8 +126,8 @@ def test_importing_the_kb_and_wrappers_loads_neither_torch_nor_sentence_transfor
         "ascend_kernel_gym.wrappers.tokens\n"
         "from ascend_kernel_gym.kb_index import KnowledgeBase\n"
         "KnowledgeBase().search('coreDim=70000 can\\'t be greater than UINT16_MAX', dense=False)\n"
-        "heavy = [m for m in ('torch', 'triton', 'sentence_transformers', 'faiss', 'transformers') if m in sys.modules]\n"
-        "print(heavy)"
+        "heavy = ('torch', 'triton', 'sentence_transformers', 'faiss', 'transformers')\n"
+        "print([m for m in heavy if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

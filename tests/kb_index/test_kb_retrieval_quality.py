@@ -72,7 +72,9 @@ def test_triggers_come_first_then_dense_results(kb: KnowledgeBase) -> None:
     assert dense_scores == sorted(dense_scores, reverse=True)
     # A specific message trigger outranks the generic typed-error trigger.
     hits = kb.search(
-        "tl.sort: int32 input is not supported", k=3, trigger_text="tl.sort: int32 is not supported\nerror_type: compile_error"
+        "tl.sort: int32 input is not supported",
+        k=3,
+        trigger_text="tl.sort: int32 is not supported\nerror_type: compile_error",
     )
     assert hits[0].id == "sort-dtype-limits" and hits[1].id == "eval-compile-error"
     assert all(h.to_dict().keys() == {"id", "score", "why"} for h in hits)

@@ -80,7 +80,7 @@ def test_every_topic_of_the_facts_file_is_covered(entries) -> None:
         ("LLVM ERROR: unsupported datatype for arith::ExtFOp to hfusion", "extf-hfusion-pow-rsqrt"),
         ("Unsupported op for finding the root alloc", "hivm-root-alloc-failure"),
         ("Failed to run buildFinalHIVMPipelines pipeline", "a5-final-hivm-pipeline"),
-        ("ValueError(\"arange's range must be a power of 2\")", "arange-rules-ascend"),
+        ('ValueError("arange\'s range must be a power of 2")', "arange-rules-ascend"),
         ("TypeError(\"'dtype' object is not callable\")", "scalar-cast-and-constexpr"),
         ("Segmentation fault (core dumped)", "eval-crash-out-of-bounds"),
     ],
@@ -155,7 +155,9 @@ def test_duplicate_id_names_both_files(tmp_path: Path) -> None:
     with pytest.raises(EntryError) as info:
         KnowledgeBase(extra_dirs=[tmp_path / "a", tmp_path / "b"], include_bundled=False)
     assert str(first) in str(info.value) and str(second) in str(info.value)
-    dup_of_bundled = write(tmp_path / "c", "grid-uint16-max-coredim.md", GOOD.replace("my-tip", "grid-uint16-max-coredim"))
+    dup_of_bundled = write(
+        tmp_path / "c", "grid-uint16-max-coredim.md", GOOD.replace("my-tip", "grid-uint16-max-coredim")
+    )
     with pytest.raises(EntryError, match="duplicate entry id 'grid-uint16-max-coredim'"):
         KnowledgeBase(extra_dirs=[dup_of_bundled.parent])
 

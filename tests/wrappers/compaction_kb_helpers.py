@@ -73,7 +73,11 @@ def make_env(max_turns: int = 12, evaluator: ScriptedEvaluator | None = None, **
     from ascend_kernel_gym.envs.ascend_triton import AscendTritonEnv
 
     return AscendTritonEnv(
-        task_ids=[RELU], backend="interpreter", evaluator=evaluator or ScriptedEvaluator(), max_turns=max_turns, **kwargs
+        task_ids=[RELU],
+        backend="interpreter",
+        evaluator=evaluator or ScriptedEvaluator(),
+        max_turns=max_turns,
+        **kwargs,
     )
 
 

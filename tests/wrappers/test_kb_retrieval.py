@@ -87,7 +87,7 @@ def test_recently_shown_tips_are_skipped(kb: KnowledgeBase) -> None:
 def test_no_tips_on_the_last_step(kb: KnowledgeBase) -> None:
     env = KBRetrievalWrapper(make_env(max_turns=1), kb=kb)
     env.reset(seed=0)
-    obs, _, _, truncated, info = env.step(kernel_answer("UBOVERFLOW"))
+    _obs, _, _, truncated, info = env.step(kernel_answer("UBOVERFLOW"))
     assert truncated and info["kb"] == {"query": None, "hits": [], "injected": False, "skipped": "episode_end"}
     assert TIPS_HEADER not in last_user(info)
 
@@ -139,7 +139,9 @@ def test_stacked_with_compaction_in_either_order(kb: KnowledgeBase, order: str, 
     assert "kb" in info and "segment" in info
     compacted, steps_after_compaction = 0, 0
     for marker in ["UBOVERFLOW", "GRID", "BROKEN", "FALLBACK", "CORRECT", "UBOVERFLOW", "GRID", "BROKEN"] * 2:
-        action = "Summary: UB overflow and grid errors so far." if compaction.awaiting_summary else kernel_answer(marker, 40)
+        action = (
+            "Summary: UB overflow and grid errors so far." if compaction.awaiting_summary else kernel_answer(marker, 40)
+        )
         obs, _, terminated, truncated, info = env.step(action)
         assert_consistent(env, obs, info)
         seg, kb_info = info["segment"], info["kb"]
