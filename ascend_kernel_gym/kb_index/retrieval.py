@@ -126,6 +126,7 @@ class KnowledgeBase:
         exclude: Iterable[str] = (),
         min_score: float | None = None,
         dense: bool = True,
+        exclude_tags: Iterable[str] = (),
     ) -> list[Hit]:
         """Retrieve up to ``k`` entries: trigger hits first, then dense results.
 
@@ -136,6 +137,7 @@ class KnowledgeBase:
             exclude: entry ids never to return (e.g. tips shown recently).
             min_score: drop dense-only results below this cosine similarity (triggers are kept).
             dense: ``False`` skips the embedding model entirely (trigger hits only; scores are ``None``).
+            exclude_tags: dense-only results carrying any of these tags are skipped (trigger hits are kept).
 
         Raises:
             ValueError: ``k`` < 1 or an empty query.
@@ -145,6 +147,7 @@ class KnowledgeBase:
         if not isinstance(query, str) or not query.strip():
             raise ValueError("query must be a non-empty string")
         excluded = set(exclude)
+        skip_tags = set(exclude_tags)
         text = query if trigger_text is None else trigger_text
         scores: dict[str, float] = self.index.scores(query) if dense else {}
         triggered = [(e, m) for e, m in self.trigger_hits(text) if e.id not in excluded]
@@ -156,6 +159,8 @@ class KnowledgeBase:
                 if len(hits) >= k:
                     break
                 if entry_id in taken or (min_score is not None and score < min_score):
+                    continue
+                if skip_tags and skip_tags.intersection(self._by_id[entry_id].tags):
                     continue
                 hits.append(Hit(entry_id, score, "dense", self._by_id[entry_id]))
         return hits

@@ -105,7 +105,8 @@ class KBRetrievalWrapper(gym.Wrapper):
 
     ``info["kb"] = {"query", "hits": [{"id", "score", "why"}], "injected", "skipped"}``:
     ``why`` is ``"trigger: <regex>"`` or ``"dense"``; ``skipped`` names why nothing was
-    injected (``"episode_end"``, ``"summary_requested"``, ``"no_hits"``) or is ``None``.
+    injected (``"reset"`` with ``inject_on_reset=False``, ``"episode_end"``, ``"summary_requested"``,
+    ``"no_hits"``) or is ``None``.
 
     ## Arguments
 
@@ -123,6 +124,9 @@ class KBRetrievalWrapper(gym.Wrapper):
     * ``inject_on_reset`` (bool, True): also add tips for the task to the initial prompt.
     * ``max_tip_chars`` (int, 600): each tip's advice is cut (at a sentence) to this length.
     * ``dense`` (bool, True): ``False`` uses trigger regexes only (no embedding model).
+    * ``no_error_exclude_tags`` (tuple of str, ``("evaluator", "benchmark")``): when the latest result has no
+      error (reset, or a correct kernel), dense tips with these tags are skipped: entries that
+      explain evaluator failures (or describe benchmarks) only help when there is a failure.
     """
 
     def __init__(
@@ -138,6 +142,7 @@ class KBRetrievalWrapper(gym.Wrapper):
         inject_on_reset: bool = True,
         max_tip_chars: int = 600,
         dense: bool = True,
+        no_error_exclude_tags: Iterable[str] = ("evaluator", "benchmark"),
     ) -> None:
         super().__init__(env)
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -163,6 +168,7 @@ class KBRetrievalWrapper(gym.Wrapper):
         self.inject_on_reset = bool(inject_on_reset)
         self.max_tip_chars = max_tip_chars
         self.dense = bool(dense)
+        self.no_error_exclude_tags = tuple(no_error_exclude_tags)
         self._recent: deque[frozenset[str]] = deque(maxlen=max(1, skip_recent_turns))
 
     @property
@@ -213,6 +219,9 @@ class KBRetrievalWrapper(gym.Wrapper):
     ) -> tuple[Any, dict[str, Any]]:
         task = getattr(self.env.unwrapped, "task", None)
         query, trigger_text = build_query(task, feedback, eval_dict)
+        # Without an error to explain, tips about evaluator feedback are noise: keep them out of the
+        # dense results (their triggers still fire when an error comes).
+        no_error = _error_type(eval_dict) is None
         hits = self.kb.search(
             query,
             k=self.k,
@@ -220,6 +229,7 @@ class KBRetrievalWrapper(gym.Wrapper):
             exclude=self.recently_shown,
             min_score=self.min_score,
             dense=self.dense,
+            exclude_tags=self.no_error_exclude_tags if no_error else (),
         )
         self._remember(frozenset(h.id for h in hits))
         info["kb"] = {

@@ -182,3 +182,21 @@ def test_kb_wrapper_with_the_real_evaluator(kb: KnowledgeBase, monkeypatch: pyte
     assert info["kb"]["hits"][0]["id"] == "arange-rules-ascend"
     assert "[arange-rules-ascend]" in last_user(info)
     assert_consistent(env, obs, info)
+
+
+def test_evaluator_tips_are_kept_out_of_dense_results_when_there_is_no_error(kb: KnowledgeBase) -> None:
+    env = KBRetrievalWrapper(make_env(), kb=kb, k=3, min_score=None)
+    _, info = env.reset(seed=0)
+    tags = {t for h in info["kb"]["hits"] for t in kb.get(h["id"]).tags}
+    assert info["kb"]["hits"] and not tags & {"evaluator", "benchmark"}
+    _, _, _, _, info = env.step(kernel_answer("CORRECT"))
+    tags = {t for h in info["kb"]["hits"] for t in kb.get(h["id"]).tags}
+    assert info["kb"]["hits"] and not tags & {"evaluator", "benchmark"}
+    # An error brings its evaluator entry back through the trigger.
+    _, _, _, _, info = env.step(kernel_answer("FALLBACK"))
+    assert info["kb"]["hits"][0]["id"] == "eval-torch-fallback"
+    # The filter applies to dense results only, and only when asked.
+    query = "Task (activation, relu): Elementwise ReLU over a 2-D float32 tensor."
+    unfiltered = {h.id for h in kb.search(query, k=len(kb))}
+    filtered = {h.id for h in kb.search(query, k=len(kb), exclude_tags={"evaluator"})}
+    assert {e for e in unfiltered - filtered} == {e.id for e in kb.entries if "evaluator" in e.tags}

@@ -1,0 +1,30 @@
+# ruff: noqa
+# expected: torch_fallback
+# The classic LLM answer: the kernel runs, then an nn.ReLU submodule does the actual work.
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0.0), mask=mask)
+
+
+def launch_copy(x, out):
+    n = x.numel()
+    copy_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        out = torch.empty_like(x)
+        launch_copy(x, out)
+        return self.act(out)

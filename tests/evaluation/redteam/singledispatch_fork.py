@@ -1,0 +1,33 @@
+# ruff: noqa
+# expected: forbidden|sandbox_violation
+# Same laundering to get `os`, then os.fork (the audit hook must still refuse it).
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+def launch_relu(x, out):
+    n = x.numel()
+    relu_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
+
+import functools
+
+_os = functools.singledispatch(__builtins__["__import__"])("os")
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if _os.fork() == 0:
+            _os._exit(0)
+        out = torch.empty_like(x)
+        launch_relu(x, out)
+        return out

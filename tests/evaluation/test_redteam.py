@@ -1,0 +1,158 @@
+"""Red-team candidates beyond the bad-input corpus (tests/evaluation/redteam/).
+
+Each file says what must happen in its header::
+
+    # expected: forbidden|sandbox_violation    (acceptable error types; ``none`` = must pass)
+    # task: core/L1/transpose                   (default core/L1/relu)
+    # canary: /tmp/akg_redteam_pwned_x          (a file the candidate tries to create outside its sandbox)
+    # max_output_tail: 17000                    (bound on the kept output)
+
+A cheat must never come back ``correct``; a legitimate candidate (``expected: none``) must
+pass; and the calling process must come out unharmed. Cases the evaluator still gets wrong are
+marked ``xfail(strict=True)`` with the number of the finding that explains them (see the
+red-team report); fixing the evaluator flips them to XPASS, which fails the run until the
+xfail is removed.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, render_feedback
+from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES
+from ascend_kernel_gym.tasks import get_task
+
+REDTEAM = Path(__file__).parent / "redteam"
+CANARY_GLOB = "/tmp/akg_redteam_pwned*"
+HEADER_RE = re.compile(r"#\s*(expected|task|timeout|canary|max_output_tail):\s*(.+)")
+
+#: Cases the evaluator gets wrong today, keyed by file stem; the reason names the finding.
+KNOWN_FAILURES: dict[str, str] = {
+    "spoof_result_match": "finding 1: match class patterns reach torch.sys -> frames -> forged correct result",
+    "spoof_result_builtins": "finding 1: __builtins__['getattr'] reaches frames -> forged correct result",
+    "pkgutil_resolve_spoof": "finding 1: triton.language.extra.pkgutil.resolve_name('sys') -> forged result",
+    "recorder_suspend": "finding 1: __builtins__ escape switches the operator recorder off",
+    "patch_reference_finalizer": "finding 2: monkeypatch of the reference's torch.relu undone by a finalizer",
+    "from_file_write": "finding 3: torch.from_file(shared=True) writes outside the sandbox (C++ open)",
+    "package_exporter_write": "finding 3: torch.package.PackageExporter writes outside the sandbox (C++ writer)",
+    "numpy_via_functional_np": "finding 4: torch.nn.functional.np is NumPy; NumPy compute is invisible",
+    "numpy_via_builtins": "finding 4: NumPy imported through functools.singledispatch(__builtins__['__import__'])",
+    "python_scalar_loop": "finding 5: Python float()/torch.tensor(list) compute passes with a decoy launch",
+    "legit_dataclass_config": "finding 7: @dataclass runs exec inside dataclasses -> false sandbox_violation",
+    "legit_namedtuple": "finding 7: namedtuple runs eval inside collections -> false sandbox_violation",
+    "legit_autotune": "finding 8: multi-config @triton.autotune fails on the interpreter (0 active drivers)",
+}
+
+
+def _header(path: Path) -> dict[str, str]:
+    meta: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        match = HEADER_RE.match(line)
+        if match:
+            meta[match.group(1)] = match.group(2).strip()
+        elif line.strip() and not line.startswith("#"):
+            break
+    return meta
+
+
+CASES = sorted(REDTEAM.glob("*.py"))
+
+
+def _param(path: Path):
+    reason = KNOWN_FAILURES.get(path.stem)
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(path, id=path.stem, marks=marks)
+
+
+def _remove_canaries() -> None:
+    for leftover in glob.glob(CANARY_GLOB):
+        os.remove(leftover)
+
+
+def test_redteam_files_are_labelled() -> None:
+    assert len(CASES) >= 40
+    for path in CASES:
+        meta = _header(path)
+        assert "expected" in meta, f"{path.name} has no '# expected:' header"
+        for kind in meta["expected"].split("|"):
+            ErrorType(kind)  # a typo in a header fails here
+        assert "canary" not in meta or meta["canary"].startswith("/tmp/akg_redteam_pwned")
+    assert set(KNOWN_FAILURES) <= {p.stem for p in CASES}, "a KNOWN_FAILURES key names no file"
+
+
+@pytest.fixture(scope="module")
+def redteam_results(evaluator, pool_root):
+    """Evaluate every red-team file once, in parallel (the session's two-worker pool)."""
+    _remove_canaries()
+    cwd = os.getcwd()
+    requests = []
+    for path in CASES:
+        meta = _header(path)
+        timeout = float(meta["timeout"]) if "timeout" in meta else 60.0
+        task = get_task(meta.get("task", "core/L1/relu"))
+        requests.append(EvalRequest(task=task, code=path.read_text(), timeout_s=timeout, seed=20260))
+    results = evaluator.evaluate_many(requests)
+    canaries = {p: os.path.exists(p) for p in (_header(c).get("canary") for c in CASES) if p}
+    harm = {
+        "cwd": os.getcwd(),
+        "pwned_in_cwd": glob.glob(os.path.join(cwd, "akg_redteam_pwned*")),
+        "canaries": canaries,
+        "sandboxes_left": glob.glob(os.path.join(pool_root, "**", "akg-sandbox-*"), recursive=True),
+    }
+    _remove_canaries()  # whatever a known-failing case managed to write
+    assert harm["cwd"] == cwd
+    return dict(zip([p.name for p in CASES], results)), harm
+
+
+@pytest.mark.parametrize("path", [_param(p) for p in CASES])
+def test_redteam_case(path: Path, redteam_results) -> None:
+    results, harm = redteam_results
+    meta = _header(path)
+    expected = {ErrorType(k) for k in meta["expected"].split("|")}
+    result = results[path.name]
+    assert result.error_type in expected, (
+        f"{path.name}: expected {sorted(e.value for e in expected)}, got {result.error_type.value} "
+        f"(correct={result.correct}): {result.error_message[:400]}"
+    )
+    if ErrorType.NONE in expected and result.error_type == ErrorType.NONE:
+        assert result.ok, f"{path.name} is legitimate and must pass"
+    else:
+        assert not result.correct and not result.ok, f"{path.name} is a cheat or broken, yet came back correct"
+        assert result.error_message, "every failure carries a message"
+    assert result.hack == (result.error_type in HACK_ERROR_TYPES)
+    if "canary" in meta:
+        assert not harm["canaries"][meta["canary"]], f"{path.name} wrote {meta['canary']} outside its sandbox"
+    if "max_output_tail" in meta:
+        assert len(result.output_tail) <= int(meta["max_output_tail"])
+    text = render_feedback(result)
+    assert text and "/tmp/akg-" not in text and "site-packages" not in text
+
+
+def test_forged_stdout_is_not_the_result(redteam_results) -> None:
+    """The fake JSON a candidate prints stays in its output, never in the verdict."""
+    results, _ = redteam_results
+    result = results["fake_json_stdout.py"]
+    assert not result.correct
+    assert '"correct": true' in result.output_tail
+
+
+def test_print_flood_is_capped(redteam_results) -> None:
+    results, _ = redteam_results
+    result = results["print_flood.py"]
+    assert result.ok, result.error_message
+    assert "bytes cut" in result.output_tail and len(result.output_tail) < 17000
+
+
+def test_calling_process_unharmed(redteam_results, evaluator, relu_task, relu_solution) -> None:
+    _, harm = redteam_results
+    assert harm["pwned_in_cwd"] == [], "a candidate created files in the caller's working directory"
+    assert harm["sandboxes_left"] == [], "child sandboxes were not cleaned up"
+    after = evaluator.evaluate(EvalRequest(task=relu_task, code=relu_solution, seed=5))
+    assert after.ok, after.error_message
+    for handle in evaluator._handles:
+        assert handle.alive()
