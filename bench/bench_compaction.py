@@ -1,6 +1,6 @@
 """CompactionWrapper overhead per step on a 32k-token history, against the evaluation step it wraps.
 
-    python bench/bench_compaction.py [--history-tokens 32768] [--steps 4] [--out bench/results/bench_compaction.md]
+    python bench/bench_compaction.py [--history-tokens 32768] [--steps 5] [--out bench/results/bench_compaction.md]
 
 One run, one process, the real ``AscendTritonEnv`` on the CPU interpreter with the real
 evaluator (each step submits a fresh variant of the bundled relu solution, so no evaluation is
@@ -91,7 +91,7 @@ def synthetic_history(base: Any, solution: str, target_tokens: int, counter: Any
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--history-tokens", type=int, default=32768, help="size of the synthetic history")
-    parser.add_argument("--steps", type=int, default=4, help="measured steps per case (default 4)")
+    parser.add_argument("--steps", type=int, default=5, help="measured steps per case (default 5)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "bench_compaction.md"))
     args = parser.parse_args()
 
@@ -171,7 +171,9 @@ def main() -> int:
         )
     cold_med = statistics.median(cold)
     env_all = statistics.median(p[0] for pairs in results.values() for p in pairs)
-    table.add_row("(reference) cold count, no cache", "-", f"{cold_med * 1000:.2f} ms", f"{cold_med / env_all:.2%}", "-")
+    table.add_row(
+        "(reference) cold count, no cache", "-", f"{cold_med * 1000:.2f} ms", f"{cold_med / env_all:.2%}", "-"
+    )
     md_rows.append(f"| (reference) cold count of the whole history, no cache | - | {cold_med * 1000:.2f} | "
                    f"{cold_med / env_all:.2%} | - |")  # fmt: skip
     console.print(table)
@@ -186,7 +188,8 @@ def main() -> int:
         "Env: real `AscendTritonEnv` on the interpreter backend with the real evaluator (2 correctness trials), "
         f"task `{RELU}`, each step a fresh correct kernel (no result-cache hits). Tokenizer: tiktoken cl100k_base.",
         "",
-        "| case | env step (eval) median, ms | wrapper overhead median, ms | overhead / env step | tokens before -> after |",
+        "| case | env step (eval) median, ms | wrapper overhead median, ms | overhead / env step "
+        "| tokens before -> after |",
         "|---|---:|---:|---:|---:|",
         *md_rows,
         "",

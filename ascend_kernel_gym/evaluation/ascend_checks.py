@@ -27,7 +27,9 @@ This module imports neither torch nor triton at import time.
 from __future__ import annotations
 
 import ast
+import contextlib
 import math
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,14 +73,18 @@ def _rules(*rules: Rule) -> dict[str, Rule]:
 
 RULES: dict[str, Rule] = _rules(
     Rule(
-        "max_grid", ERROR, "grid-uint16-max-coredim",
+        "max_grid",
+        ERROR,
+        "grid-uint16-max-coredim",
         "total number of programs (product of the grid) above the chip's limit of 65535",
         "launch about as many programs as cores and loop over blocks inside the kernel "
         "(for b in range(pid, n_blocks, tl.num_programs(0))), or raise BLOCK so that cdiv(N, BLOCK) <= 65535",
         "11, 76",
     ),
     Rule(
-        "grid_oversubscribed", WARNING, "grid-persistent-physical-cores",
+        "grid_oversubscribed",
+        WARNING,
+        "grid-persistent-physical-cores",
         f"more than {MAX_ROUNDS} rounds of programs over the parallel cores (vector cores, or cube cores for "
         f"kernels with tl.dot) while each program moves under {FEW_BYTES_PER_PROGRAM // 1024} KiB of its "
         "launch's tensor bytes: every extra round pays a startup cost",
@@ -86,7 +92,9 @@ RULES: dict[str, Rule] = _rules(
         "8, 9, 13",
     ),
     Rule(
-        "ub_overflow", ERROR, "ub-overflow-compile-error",
+        "ub_overflow",
+        ERROR,
+        "ub-overflow-compile-error",
         "one loaded tile x the multibuffer factor (2 when multibuffer is on by default) is larger than the "
         "Unified Buffer: a certain 'ub overflow' compile error",
         "halve BLOCK until the tile fits, loop over sub-blocks (BLOCK_SUB of 1024-4096 elements), or pass "
@@ -94,21 +102,27 @@ RULES: dict[str, Rule] = _rules(
         "15, 17, 18, 19",
     ),
     Rule(
-        "ub_pressure", WARNING, "ub-sizing-estimate",
+        "ub_pressure",
+        WARNING,
+        "ub-sizing-estimate",
         "estimated UB footprint of the live tiles (loaded tiles x multibuffer factor + other named vector "
         "tiles) above the Unified Buffer",
         "shrink the block sizes or split the row into sub-blocks processed in a loop",
         "15, 17, 19, 20",
     ),
     Rule(
-        "l0_overflow", WARNING, "l0-buffer-limits",
+        "l0_overflow",
+        WARNING,
+        "l0-buffer-limits",
         "tl.dot operand or accumulator tile larger than L0A / L0B (64 KB) or L0C (128 KB)",
         "use smaller BLOCK_M / BLOCK_N / BLOCK_K (e.g. 128 x 256 x 64 for fp16) so m*k*size(A), k*n*size(B) "
         "<= 64 KB and m*n*4 <= 128 KB",
         "16, 45",
     ),
     Rule(
-        "int64_index", WARNING, "int64-scalar-fallback",
+        "int64_index",
+        WARNING,
+        "int64-scalar-fallback",
         "int64 arithmetic on tensors (e.g. offsets cast with .to(tl.int64) / tl.int64 then added or "
         "multiplied): the vector unit has no int64 add, so it falls back to the scalar unit",
         "keep offsets in int32 (tl.arange is int32) while sizes fit in 2^31; compute a per-program int64 "
@@ -116,167 +130,221 @@ RULES: dict[str, Rule] = _rules(
         "30, 35",
     ),
     Rule(
-        "num_warps_stages", WARNING, "autotune-no-warps-stages",
+        "num_warps_stages",
+        WARNING,
+        "autotune-no-warps-stages",
         "num_warps / num_stages in a launch or an autotune config: they are not tuning knobs on Ascend",
         "drop num_warps / num_stages; tune block sizes (and multibuffer) instead",
         "14",
     ),
     Rule(
-        "dot_fp16_accumulator", ERROR, "dot-dtypes-and-accumulator",
+        "dot_fp16_accumulator",
+        ERROR,
+        "dot-dtypes-and-accumulator",
         "tl.dot accumulating in fp16 / bf16 (acc tile or out_dtype): Ascend accumulates in fp32 or int32 only",
         "acc = tl.zeros((BM, BN), dtype=tl.float32); acc = tl.dot(a, b, acc); cast once when storing",
         "32, 43",
     ),
     Rule(
-        "dot_block_not_multiple_of_16", WARNING, "cube-tiles-multiple-of-16",
+        "dot_block_not_multiple_of_16",
+        WARNING,
+        "cube-tiles-multiple-of-16",
         "tl.dot tile dimensions (M, N or K) that are not multiples of 16 (the cube unit is 16x16x16)",
         "use BLOCK_M / BLOCK_N / BLOCK_K multiples of 16 and mask the tails",
         "43",
     ),
     Rule(
-        "dot_options", WARNING, "dot-input-precision",
+        "dot_options",
+        WARNING,
+        "dot-input-precision",
         "tl.dot options triton-ascend does not support: max_num_imprecise_acc, input_precision other than "
         "'ieee' / 'hf32'",
         "drop max_num_imprecise_acc; use input_precision='ieee' (default) or 'hf32'",
         "32, 33",
     ),
     Rule(
-        "dot_scaled", WARNING, "dot-scaled-limits",
+        "dot_scaled",
+        WARNING,
+        "dot-scaled-limits",
         "tl.dot_scaled: no fp8 / fp4 operands on Ascend, int8 scales only",
         "use tl.dot on fp16 / bf16 operands",
         "34",
     ),
     Rule(
-        "last_dim_alignment", WARNING, "align-last-dim-32-bytes",
+        "last_dim_alignment",
+        WARNING,
+        "align-last-dim-32-bytes",
         "a tensor argument whose last dimension is not a multiple of 32 bytes (vector kernels) or 512 bytes "
         "(kernels with tl.dot): the compiler pads it, which costs UB and time",
         "view the tensor as 1-D and index it flat, or pad the last dimension to an aligned size",
         "21, 22",
     ),
     Rule(
-        "tensor_slicing", ERROR, "no-python-tensor-slicing",
+        "tensor_slicing",
+        ERROR,
+        "no-python-tensor-slicing",
         "Python indexing or slicing of a Triton tensor inside a kernel (t[0], t[i:j]); only [:, None]-style "
         "broadcasting is supported",
         "use masks and tl.where / tl.sum to pick elements, or triton-ascend's extract_slice / get_element",
         "73",
     ),
     Rule(
-        "while_loop", WARNING, "no-return-break-while",
+        "while_loop",
+        WARNING,
+        "no-return-break-while",
         "a while loop inside a kernel (poorly supported on Ascend; version-dependent)",
         "use for i in range(MAX_ITERS): with an if on the condition",
         "72",
     ),
     Rule(
-        "break_continue", ERROR, "no-return-break-while",
+        "break_continue",
+        ERROR,
+        "no-return-break-while",
         "break or continue inside a kernel (not supported by the compiler)",
         "loop over a fixed range and guard the body with an if / a mask",
         "72",
     ),
     Rule(
-        "early_return", WARNING, "no-return-break-while",
+        "early_return",
+        WARNING,
+        "no-return-break-while",
         "a return statement inside a branch or loop of a kernel (early exit; version-dependent)",
         "guard the work with an if / masks instead of returning early",
         "72",
     ),
     Rule(
-        "where_pointer", WARNING, "no-where-pointer-offsets",
+        "where_pointer",
+        WARNING,
+        "no-where-pointer-offsets",
         "tl.where used to compute pointers or pointer offsets (version-dependent on Ascend)",
         "choose the pointer with a static if / else on a scalar, or load both and select the values",
         "75",
     ),
     Rule(
-        "dtype_call_cast", ERROR, "scalar-cast-and-constexpr",
+        "dtype_call_cast",
+        ERROR,
+        "scalar-cast-and-constexpr",
         "a cast written as tl.float16(x) (calling a dtype)",
         "write x.to(tl.float16)",
         "74",
     ),
     Rule(
-        "constexpr_in_body", WARNING, "scalar-cast-and-constexpr",
+        "constexpr_in_body",
+        WARNING,
+        "scalar-cast-and-constexpr",
         "tl.constexpr(...) used inside a kernel body; tl.constexpr belongs in the signature",
         "make the value a `NAME: tl.constexpr` parameter and pass it at launch",
         "74",
     ),
     Rule(
-        "arange_too_long", ERROR, "arange-rules-ascend",
+        "arange_too_long",
+        ERROR,
+        "arange-rules-ascend",
         f"tl.arange with a negative start or a length above {MAX_ARANGE:,}",
         "use a smaller block and loop over blocks",
         "35",
     ),
     Rule(
-        "tile_too_large", WARNING, "tile-and-grid-size-caps",
+        "tile_too_large",
+        WARNING,
+        "tile-and-grid-size-caps",
         f"a tile of {MAX_TILE_ELEMENTS:,} elements or more",
         "keep each tile under 65536 elements (start with 1024-4096) and loop",
         "76, 19",
     ),
     Rule(
-        "unsupported_dtype", ERROR, "unsupported-unsigned-and-fp64",
+        "unsupported_dtype",
+        ERROR,
+        "unsupported-unsigned-and-fp64",
         "fp64 or unsigned integer types in a kernel or its tensor arguments (most tl ops reject them on A2/A3)",
         "compute in fp32 (and int32); convert on the host if the task's data is fp64",
         "31",
     ),
     Rule(
-        "atomic_unsupported", ERROR, "atomics-limits",
+        "atomic_unsupported",
+        ERROR,
+        "atomics-limits",
         "an atomic that Ascend does not support: atomic_add on int64 / fp64, atomic_max / min on int64, or "
         "sem other than 'acq_rel' / scope other than 'gpu'",
         "accumulate in int32 / fp32 and keep the default sem and scope",
         "36",
     ),
     Rule(
-        "sort_dtype", ERROR, "sort-dtype-limits",
+        "sort_dtype",
+        ERROR,
+        "sort-dtype-limits",
         "tl.sort on int32, int64, uint8, fp64 or bool data",
         "sort fp16 / fp32 keys (cast before sorting)",
         "37",
     ),
     Rule(
-        "item_in_forward", WARNING, "kernel-anti-patterns",
+        "item_in_forward",
+        WARNING,
+        "kernel-anti-patterns",
         ".item() / .tolist() in the host code: each call synchronises the device",
         "keep values on the device and pass tensors to the kernel",
         "78",
     ),
     Rule(
-        "device_print", WARNING, "device-print-env",
+        "device_print",
+        WARNING,
+        "device-print-env",
         "tl.device_print / print inside a kernel: needs TRITON_DEVICE_PRINT=1 on Ascend and a 16 KB buffer",
         "remove prints from kernels before measuring; debug on the interpreter",
         "40",
     ),
     Rule(
-        "block_ptr_swapped_strides", WARNING, "block-ptr-order-for-transpose",
+        "block_ptr_swapped_strides",
+        WARNING,
+        "block-ptr-order-for-transpose",
         "tl.make_block_ptr with strides whose first entry is 1 (a transpose written as swapped strides)",
         "keep the natural strides and express the transpose with order=(0, 1)",
         "26, 27",
     ),
     Rule(
-        "indirect_access", WARNING, "gather-load-then-tl-gather",
+        "indirect_access",
+        WARNING,
+        "gather-load-then-tl-gather",
         "a load or store whose offsets come from loaded data (a gather / scatter): becomes scalar GM accesses",
         "load the small source contiguously into UB and use tl.gather(src, idx, axis)",
         "23",
     ),
     Rule(
-        "div_mod_offsets", WARNING, "div-mod-in-pointer-offsets",
+        "div_mod_offsets",
+        WARNING,
+        "div-mod-in-pointer-offsets",
         "tensor // or % in pointer offsets: only linearised when the block divides the axis evenly",
         "use a 2-D tile (rows[:, None] * stride + cols[None, :]) instead of div / mod on a flat index",
         "25",
     ),
     Rule(
-        "fp16_reduction", WARNING, "fp32-accumulation-reductions",
+        "fp16_reduction",
+        WARNING,
+        "fp32-accumulation-reductions",
         "tl.sum / tl.cumsum over fp16 or bf16 data without an fp32 upcast",
         "x.to(tl.float32) before the reduction",
         "78",
     ),
     Rule(
-        "int_compare_in_where", WARNING, "int-compare-cast-fp32",
+        "int_compare_in_where",
+        WARNING,
+        "int-compare-cast-fp32",
         "a condition of tl.where made by comparing integer tensors: int compares fall back to the scalar unit",
         "compare fp32 values (cast the integers with .to(tl.float32)) or fold the condition into a load mask",
         "30",
     ),
     Rule(
-        "descriptor_mixing", WARNING, "tensor-descriptor-no-mixing",
+        "descriptor_mixing",
+        WARNING,
+        "tensor-descriptor-no-mixing",
         "tensor-descriptor APIs mixed with plain tl.load / tl.store in one kernel",
         "use one access style per kernel",
         "39",
     ),
     Rule(
-        "scalar_div_rn", WARNING, "scalar-div-rn-lowering-crash",
+        "scalar_div_rn",
+        WARNING,
+        "scalar-div-rn-lowering-crash",
         "tl.div_rn / precise division on scalar operands (crashes the front-end lowering on some versions)",
         "use a / b, or keep an operand a tensor",
         "66",
@@ -284,28 +352,104 @@ RULES: dict[str, Rule] = _rules(
 )
 
 _DTYPES = {
-    "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32", "float": "fp32",
-    "float64": "fp64", "double": "fp64", "float8e4nv": "fp8", "float8e5": "fp8", "float8e4b15": "fp8",
-    "float8e4b8": "fp8", "float8e5b16": "fp8", "int1": "int1", "bool": "int1", "int8": "int8",
-    "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8", "uint16": "uint16",
-    "uint32": "uint32", "uint64": "uint64",
+    "float16": "fp16",
+    "half": "fp16",
+    "bfloat16": "bf16",
+    "float32": "fp32",
+    "float": "fp32",
+    "float64": "fp64",
+    "double": "fp64",
+    "float8e4nv": "fp8",
+    "float8e5": "fp8",
+    "float8e4b15": "fp8",
+    "float8e4b8": "fp8",
+    "float8e5b16": "fp8",
+    "int1": "int1",
+    "bool": "int1",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
 }
 _BYTES = {
-    "fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8, "fp8": 1, "int1": 1, "int8": 1, "int16": 2, "int32": 4,
-    "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8,
+    "fp16": 2,
+    "bf16": 2,
+    "fp32": 4,
+    "fp64": 8,
+    "fp8": 1,
+    "int1": 1,
+    "int8": 1,
+    "int16": 2,
+    "int32": 4,
+    "int64": 8,
+    "uint8": 1,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
 }
 _TORCH_DTYPES = {
-    "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float32": "fp32", "float": "fp32",
-    "float64": "fp64", "double": "fp64", "int8": "int8", "int16": "int16", "int32": "int32", "int": "int32",
-    "int64": "int64", "long": "int64", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
-    "uint64": "uint64", "bool": "int1", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8",
+    "float16": "fp16",
+    "half": "fp16",
+    "bfloat16": "bf16",
+    "float32": "fp32",
+    "float": "fp32",
+    "float64": "fp64",
+    "double": "fp64",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int": "int32",
+    "int64": "int64",
+    "long": "int64",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
+    "bool": "int1",
+    "float8_e4m3fn": "fp8",
+    "float8_e5m2": "fp8",
 }
 _FLOATS = ("fp64", "fp32", "bf16", "fp16", "fp8")
 _UNSUPPORTED_CODE_DTYPES = ("fp64", "uint8", "uint16", "uint32", "uint64")
 _ELEMENTWISE_KEEP = frozenset(
-    {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "abs", "sigmoid", "erf", "floor", "ceil",
-     "fma", "maximum", "minimum", "clamp", "softmax", "umulhi", "fdiv", "div_rn", "sqrt_rn", "tanh", "pow",
-     "cdiv", "multiple_of", "max_contiguous", "max_constancy", "log1p", "expm1", "neg", "fabs"}
+    {
+        "exp",
+        "exp2",
+        "log",
+        "log2",
+        "sqrt",
+        "rsqrt",
+        "sin",
+        "cos",
+        "abs",
+        "sigmoid",
+        "erf",
+        "floor",
+        "ceil",
+        "fma",
+        "maximum",
+        "minimum",
+        "clamp",
+        "softmax",
+        "umulhi",
+        "fdiv",
+        "div_rn",
+        "sqrt_rn",
+        "tanh",
+        "pow",
+        "cdiv",
+        "multiple_of",
+        "max_contiguous",
+        "max_constancy",
+        "log1p",
+        "expm1",
+        "neg",
+        "fabs",
+    }
 )
 _REDUCTIONS = frozenset({"sum", "max", "min", "argmax", "argmin", "reduce", "xor_sum", "prod"})
 _SCANS = frozenset({"cumsum", "cumprod", "associative_scan"})
@@ -313,8 +457,14 @@ _ATOMICS = frozenset(
     {"atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas", "atomic_and", "atomic_or", "atomic_xor"}
 )
 _DESCRIPTOR_CALLS = frozenset(
-    {"make_tensor_descriptor", "_experimental_make_tensor_descriptor", "load_tensor_descriptor",
-     "store_tensor_descriptor", "_experimental_descriptor_load", "_experimental_descriptor_store"}
+    {
+        "make_tensor_descriptor",
+        "_experimental_make_tensor_descriptor",
+        "load_tensor_descriptor",
+        "store_tensor_descriptor",
+        "_experimental_descriptor_load",
+        "_experimental_descriptor_store",
+    }
 )
 
 
@@ -601,14 +751,18 @@ class _Findings:
             "line": line,
         }
         old = self.items.get(key)
-        if old is None or (_sortable(value) > _sortable(old["value"])) or (
-            finding["severity"] == ERROR and old["severity"] != ERROR
+        if (
+            old is None
+            or (_sortable(value) > _sortable(old["value"]))
+            or (finding["severity"] == ERROR and old["severity"] != ERROR)
         ):
             self.items[key] = finding
 
     def result(self) -> list[dict[str, Any]]:
         order = {ERROR: 0, WARNING: 1}
-        return sorted(self.items.values(), key=lambda f: (order.get(f["severity"], 2), f["kernel"], f["line"], f["rule"]))
+        return sorted(
+            self.items.values(), key=lambda f: (order.get(f["severity"], 2), f["kernel"], f["line"], f["rule"])
+        )
 
 
 def _sortable(value: Any) -> float:
@@ -626,6 +780,8 @@ class _Context:
     #: pointer parameter -> (shape, dtype) of the tensor passed for it
     pointer_tensors: dict[str, tuple[list[int], str]] = field(default_factory=dict)
     uses_dot: bool = False
+    #: parameters used as pointers (from the kernel's loads / stores), with or without a dtype
+    pointers: tuple[str, ...] = ()
 
 
 class _KernelAnalyzer:
@@ -638,9 +794,15 @@ class _KernelAnalyzer:
         self.chip = chip
         self.out = out
         self.env: dict[str, Val] = {}
-        self.load_tiles: dict[int, tuple[int, str]] = {}  # line -> (bytes, var name or "")
+        self.load_tiles: dict[int, tuple[int, str, int]] = {}  # line -> (bytes, var name or "", region)
         self.named_tiles: dict[str, int] = {}
-        self.load_vars: set[str] = set()
+        # liveness approximation: a region is the top level or one loop body; a tile is live in the
+        # regions where it is assigned or read
+        self.region = 0
+        self._regions = 0
+        self.region_names: dict[int, set[str]] = {0: set()}
+        self.dot_vars: set[str] = set()  # names bound to tl.dot results (accumulators live in L0C)
+        self.load_vars: dict[str, int] = {}  # variable assigned from a tl.load -> bytes loaded
         self.dot_operand_vars: set[str] = set()
         self.uses_plain_memory = False
         self.uses_descriptors = False
@@ -677,8 +839,8 @@ class _KernelAnalyzer:
             if isinstance(value, str) and value in _DTYPES:
                 val.dtype_obj = _DTYPES[value]
             return val
-        if p in self.ctx.pointer_dtypes:
-            return Val(ptr=True, dtype=self.ctx.pointer_dtypes[p], root=p)
+        if p in self.ctx.pointer_dtypes or p in self.ctx.pointers:
+            return Val(ptr=True, dtype=self.ctx.pointer_dtypes.get(p), root=p)
         return Val(dtype=None)
 
     # --- statements ---------------------------------------------------------------------------
@@ -738,15 +900,22 @@ class _KernelAnalyzer:
                 self.expr(a)
         var = Val(dtype="int32")
         self._loop_depth += 1
+        outer = self.region
+        self._regions += 1
+        self.region = self._regions
+        self.region_names[self.region] = set()
         for _ in range(2):  # second pass: loop-carried shapes / flags
             self.bind(node.target, var, node)
             self.block(node.body)
+        self.region = outer
         self._loop_depth -= 1
         self.block(node.orelse)
 
     def bind(self, target: ast.expr, value: Val, node: ast.AST) -> None:
         if isinstance(target, ast.Name):
             self.env[target.id] = value
+            if value.from_dot:
+                self.dot_vars.add(target.id)
             self._track_tile(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             items = value.items or []
@@ -763,6 +932,7 @@ class _KernelAnalyzer:
         size = value.nbytes
         if size is not None:
             self.named_tiles[name] = max(self.named_tiles.get(name, 0), size)
+            self.region_names[self.region].add(name)
 
     # --- expressions --------------------------------------------------------------------------
     def expr(self, node: ast.expr | None) -> Val:
@@ -781,6 +951,8 @@ class _KernelAnalyzer:
 
     def e_Name(self, node: ast.Name) -> Val:  # noqa: N802
         if node.id in self.env:
+            if node.id in self.named_tiles:
+                self.region_names[self.region].add(node.id)
             return self.env[node.id]
         if node.id in self.m.constants:
             return _const_val(self.m.constants[node.id])
@@ -849,7 +1021,10 @@ class _KernelAnalyzer:
                 pos += 1
         if bad:
             self.emit(
-                "tensor_slicing", node, ast.unparse(node)[:60], None,
+                "tensor_slicing",
+                node,
+                ast.unparse(node)[:60],
+                None,
                 f"indexes a tensor with Python subscripts ({ast.unparse(node)[:60]})",
             )
             return Val(dtype=base.dtype, ptr=base.ptr, loaded=base.loaded)
@@ -860,8 +1035,8 @@ class _KernelAnalyzer:
         v = self.expr(node.operand)
         if v.const is not UNKNOWN:
             try:
-                return _const_val(eval(compile(ast.Expression(ast.UnaryOp(node.op, ast.Constant(v.const))), "", "eval")))
-            except Exception:  # noqa: BLE001
+                return _const_val(_UNARY[type(node.op)](v.const))
+            except Exception:  # noqa: BLE001 - unknown operator or operand type: not a constant
                 return v
         return _replace(v, const=UNKNOWN)
 
@@ -883,8 +1058,13 @@ class _KernelAnalyzer:
             if isinstance(op, (ast.Add, ast.Sub)):
                 self._pointer_offset(off, node)
             return Val(
-                shape=shape, dtype=ptr.dtype, ptr=True, loaded=a.loaded or b.loaded, where=a.where or b.where,
-                divmod=a.divmod or b.divmod, root=ptr.root,
+                shape=shape,
+                dtype=ptr.dtype,
+                ptr=True,
+                loaded=a.loaded or b.loaded,
+                where=a.where or b.where,
+                divmod=a.divmod or b.divmod,
+                root=ptr.root,
             )
         dtype = _promote(a, b)
         if isinstance(op, ast.Div) and dtype not in _FLOATS:
@@ -900,13 +1080,12 @@ class _KernelAnalyzer:
         )
         if isinstance(op, (ast.BitAnd, ast.BitOr)) and a.dtype == "int1" and b.dtype == "int1":
             result.dtype = "int1"
-        if (
-            is_tensor
-            and dtype == "int64"
-            and isinstance(op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod))
-        ):
+        if is_tensor and dtype == "int64" and isinstance(op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)):
             self.emit(
-                "int64_index", node, "int64", "int32",
+                "int64_index",
+                node,
+                "int64",
+                "int32",
                 f"int64 arithmetic on a tensor ({_short(node)})",
             )
         self._check_tile(result, node)
@@ -917,7 +1096,10 @@ class _KernelAnalyzer:
             self.emit("where_pointer", node, None, None, f"pointer offsets computed with tl.where ({_short(node)})")
         if off.loaded and off.is_tensor:
             self.emit(
-                "indirect_access", node, None, None,
+                "indirect_access",
+                node,
+                None,
+                None,
                 f"pointer offsets come from loaded data, a gather / scatter ({_short(node)})",
             )
         if off.divmod:
@@ -929,13 +1111,14 @@ class _KernelAnalyzer:
         ints = all((v.dtype or "int32").startswith(("int", "uint")) and not v.ptr for v in vals)
         any_tensor = any(v.is_tensor for v in vals)
         consts = [v.const for v in vals]
-        if all(c is not UNKNOWN for c in consts) and len(node.ops) == 1:
-            try:
-                return _const_val(bool(eval(compile(ast.Expression(node), "", "eval"), {}, {})))
-            except Exception:  # noqa: BLE001
-                pass
+        if all(c is not UNKNOWN for c in consts) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE:
+            with contextlib.suppress(Exception):
+                return _const_val(bool(_COMPARE[type(node.ops[0])](consts[0], consts[1])))
         return Val(
-            shape=shape, dtype="int1", loaded=any(v.loaded for v in vals), int_cmp=bool(ints and any_tensor),
+            shape=shape,
+            dtype="int1",
+            loaded=any(v.loaded for v in vals),
+            int_cmp=bool(ints and any_tensor),
         )
 
     def e_BoolOp(self, node: ast.BoolOp) -> Val:  # noqa: N802
@@ -961,9 +1144,11 @@ class _KernelAnalyzer:
             vals = [self.expr(a) for a in node.args]
             if all(v.const is not UNKNOWN for v in vals):
                 try:
-                    return _const_val({"min": min, "max": max, "abs": abs, "int": int, "float": float}[func.id](
-                        *[v.const for v in vals]
-                    ))
+                    return _const_val(
+                        {"min": min, "max": max, "abs": abs, "int": int, "float": float}[func.id](
+                            *[v.const for v in vals]
+                        )
+                    )
                 except Exception:  # noqa: BLE001
                     return Val()
             return Val()
@@ -992,10 +1177,12 @@ class _KernelAnalyzer:
         return Val(shape=base.shape, dtype=base.dtype) if base.is_tensor else Val()
 
     # --- tl.* ---------------------------------------------------------------------------------
-    def tl_call(self, fn: str, node: ast.Call) -> Val:  # noqa: C901 - one dispatch table
+    def tl_call(self, fn: str, node: ast.Call) -> Val:
         leaf = fn.split(".")[-1]
         if leaf in _DTYPES and fn.count(".") == 0:
-            self.emit("dtype_call_cast", node, ast.unparse(node)[:40], None, f"casts by calling a dtype ({_short(node)})")
+            self.emit(
+                "dtype_call_cast", node, ast.unparse(node)[:40], None, f"casts by calling a dtype ({_short(node)})"
+            )
             for a in node.args:
                 self.expr(a)
             return Val(dtype=_DTYPES[leaf])
@@ -1017,7 +1204,10 @@ class _KernelAnalyzer:
                 length = end.const - start.const
                 if start.const < 0 or length > MAX_ARANGE:
                     self.emit(
-                        "arange_too_long", node, length, MAX_ARANGE,
+                        "arange_too_long",
+                        node,
+                        length,
+                        MAX_ARANGE,
                         f"tl.arange({start.const}, {end.const}) has length {length:,}"
                         + (" and a negative start" if start.const < 0 else ""),
                     )
@@ -1066,14 +1256,20 @@ class _KernelAnalyzer:
             cond, a, b = self.expr(arg(0, "condition")), self.expr(arg(1, "x")), self.expr(arg(2, "y"))
             if cond.int_cmp:
                 self.emit(
-                    "int_compare_in_where", node, None, None,
+                    "int_compare_in_where",
+                    node,
+                    None,
+                    None,
                     f"tl.where condition compares integer tensors ({_short(node.args[0]) if node.args else ''})",
                 )
             if a.ptr or b.ptr:
                 self.emit("where_pointer", node, None, None, f"tl.where selects between pointers ({_short(node)})")
             shape = _broadcast(cond.shape, a.shape, b.shape)
             v = Val(
-                shape=shape, dtype=_promote(a, b), ptr=a.ptr or b.ptr, where=True,
+                shape=shape,
+                dtype=_promote(a, b),
+                ptr=a.ptr or b.ptr,
+                where=True,
                 loaded=a.loaded or b.loaded or cond.loaded,
             )
             self._check_tile(v, node)
@@ -1135,7 +1331,8 @@ class _KernelAnalyzer:
         if leaf == "cdiv" and len(vals) == 2 and all(isinstance(v.const, int) for v in vals) and vals[1].const:
             return _const_val(-(-vals[0].const // vals[1].const))
         if leaf in ("minimum", "maximum") and len(vals) == 2 and all(isinstance(v.const, (int, float)) for v in vals):
-            return _const_val(min(vals[0].const, vals[1].const) if leaf == "minimum" else max(vals[0].const, vals[1].const))
+            pair = (vals[0].const, vals[1].const)
+            return _const_val(min(pair) if leaf == "minimum" else max(pair))
         tensors = [v for v in vals if v.is_tensor or v.ptr]
         if not tensors and not vals:
             return Val()
@@ -1151,8 +1348,12 @@ class _KernelAnalyzer:
         ):
             dtype = "fp32"
         out = Val(
-            shape=shape, dtype=dtype, ptr=base.ptr, loaded=any(v.loaded for v in vals),
-            where=any(v.where for v in vals), divmod=any(v.divmod for v in vals),
+            shape=shape,
+            dtype=dtype,
+            ptr=base.ptr,
+            loaded=any(v.loaded for v in vals),
+            where=any(v.where for v in vals),
+            divmod=any(v.divmod for v in vals),
         )
         self._check_tile(out, node)
         return out
@@ -1219,10 +1420,10 @@ class _KernelAnalyzer:
         size = v.nbytes
         if v.is_tensor and size is not None:
             line = getattr(node, "lineno", 0)
-            old = self.load_tiles.get(line, (0, ""))
-            self.load_tiles[line] = (max(old[0], size), self._assign_target or old[1])
+            old = self.load_tiles.get(line, (0, "", self.region))
+            self.load_tiles[line] = (max(old[0], size), self._assign_target or old[1], self.region)
             if self._assign_target:
-                self.load_vars.add(self._assign_target)
+                self.load_vars[self._assign_target] = max(self.load_vars.get(self._assign_target, 0), size)
         self._check_tile(v, node)
         return v
 
@@ -1273,8 +1474,12 @@ class _KernelAnalyzer:
         bad = {d: v for d, v in dims.items() if isinstance(v, int) and v % 16}
         if bad:
             self.emit(
-                "dot_block_not_multiple_of_16", node, ", ".join(f"{d}={v}" for d, v in bad.items()), 16,
-                "tl.dot tile " + " x ".join(f"{d}={v if v is not None else '?'}" for d, v in dims.items())
+                "dot_block_not_multiple_of_16",
+                node,
+                ", ".join(f"{d}={v}" for d, v in bad.items()),
+                16,
+                "tl.dot tile "
+                + " x ".join(f"{d}={v if v is not None else '?'}" for d, v in dims.items())
                 + " has dimensions that are not multiples of 16",
             )
         if isinstance(m, int) and isinstance(k, int) and isinstance(n, int):
@@ -1287,14 +1492,17 @@ class _KernelAnalyzer:
             for what, size, limit in checks:
                 if limit and size > limit:
                     self.emit(
-                        "l0_overflow", node, size, limit,
+                        "l0_overflow",
+                        node,
+                        size,
+                        limit,
                         f"tl.dot {what} of {size:,} B (M={m}, N={n}, K={k}) exceeds {limit:,} B",
                     )
         if a.dtype == "int8":
             dtype = "int32"
         else:
             dtype = out_dtype or (acc.dtype if acc is not None and acc.dtype else "fp32")
-        shape = (a.shape[:-1] + (n,)) if a.shape and len(a.shape) >= 2 else None
+        shape = (*a.shape[:-1], n) if a.shape and len(a.shape) >= 2 else None
         return Val(shape=shape, dtype=dtype, from_dot=True)
 
     def _block_ptr(self, node: ast.Call, kw: dict[str, ast.expr]) -> Val:
@@ -1308,7 +1516,10 @@ class _KernelAnalyzer:
             last = self.expr(strides.elts[1])
             if first.const == 1 and last.const != 1:
                 self.emit(
-                    "block_ptr_swapped_strides", node, ast.unparse(strides), None,
+                    "block_ptr_swapped_strides",
+                    node,
+                    ast.unparse(strides),
+                    None,
                     f"make_block_ptr strides {ast.unparse(strides)} put the unit stride first",
                 )
         block = self.expr(vals.get("block_shape"))
@@ -1345,7 +1556,11 @@ class _KernelAnalyzer:
             last_bytes = int(shape[-1]) * _BYTES.get(dt, 4)
             if last_bytes % align:
                 self.out.add(
-                    "last_dim_alignment", self.k.name, line, last_bytes, align,
+                    "last_dim_alignment",
+                    self.k.name,
+                    line,
+                    last_bytes,
+                    align,
                     f"{param} (shape {list(shape)}, {dt}) is read or written in 2-D tiles and its last dimension "
                     f"is {last_bytes} B, not a multiple of {align} B",
                 )
@@ -1359,22 +1574,41 @@ class _KernelAnalyzer:
             return
         factor = 2 if self.chip.multibuffer_default else 1
         vector_loads = [
-            (size, name) for size, name in self.load_tiles.values() if not (name and name in self.dot_operand_vars)
+            (size, region)
+            for size, name, region in self.load_tiles.values()
+            if not (name and name in self.dot_operand_vars)
         ]
-        others = sum(size for name, size in self.named_tiles.items() if name not in self.load_vars)
-        total = factor * sum(size for size, _ in vector_loads) + others
         biggest = max((size for size, _ in vector_loads), default=0)
+        total = others = 0
+        for region, names in self.region_names.items():
+            # a variable holding a loaded tile is counted once, in the loads, unless it holds a converted
+            # copy; accumulators of tl.dot are not in UB
+            region_others = sum(
+                self.named_tiles[n]
+                for n in names
+                if n not in self.dot_vars and self.load_vars.get(n) != self.named_tiles[n]
+            )
+            region_loads = sum(size for size, r in vector_loads if r == region)
+            if factor * region_loads + region_others > total:
+                total = factor * region_loads + region_others
+                others = region_others
         where = self.k.node
         label = f" [{self.ctx.label}]" if self.ctx.label else ""
         if biggest * factor > ub:
             self.emit(
-                "ub_overflow", where, biggest * factor, ub,
+                "ub_overflow",
+                where,
+                biggest * factor,
+                ub,
                 f"one loaded tile of {biggest:,} B x multibuffer {factor} = {biggest * factor:,} B exceeds the "
                 f"{ub:,} B Unified Buffer of {self.chip.name}{label}",
             )
         elif total > ub:
             self.emit(
-                "ub_pressure", where, total, ub,
+                "ub_pressure",
+                where,
+                total,
+                ub,
                 f"live tiles need about {total:,} B (loaded tiles x {factor} + {others:,} B of other tiles), more "
                 f"than the {ub:,} B Unified Buffer of {self.chip.name}{label}",
             )
@@ -1390,13 +1624,29 @@ def _fold(op: ast.operator, a: Any, b: Any) -> Any:
     if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
         return UNKNOWN
     table = {
-        ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
-        ast.FloorDiv: lambda: a // b if b else UNKNOWN, ast.Mod: lambda: a % b if b else UNKNOWN,
-        ast.Div: lambda: a / b if b else UNKNOWN, ast.LShift: lambda: a << b, ast.RShift: lambda: a >> b,
+        ast.Add: lambda: a + b,
+        ast.Sub: lambda: a - b,
+        ast.Mult: lambda: a * b,
+        ast.FloorDiv: lambda: a // b if b else UNKNOWN,
+        ast.Mod: lambda: a % b if b else UNKNOWN,
+        ast.Div: lambda: a / b if b else UNKNOWN,
+        ast.LShift: lambda: a << b,
+        ast.RShift: lambda: a >> b,
         ast.Pow: lambda: a**b if abs(b) < 64 else UNKNOWN,
     }
     fn = table.get(type(op))
     return fn() if fn else UNKNOWN
+
+
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
+_COMPARE = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
 
 
 def _short(node: ast.AST) -> str:
@@ -1471,7 +1721,10 @@ def _pointer_params(module: _Module, kernel: _Kernel) -> list[str]:
             name = _normalise(_dotted(node.func), module.aliases) or ""
             leaf = name.split(".")[-1] if name.startswith("tl.") else ""
             if leaf in ("load", "store", "make_block_ptr", "make_tensor_descriptor") or leaf in _ATOMICS:
-                root(node.args[0] if node.args else next((k.value for k in node.keywords if k.arg in ("pointer", "base")), None))
+                first = node.args[0] if node.args else None
+                if first is None:
+                    first = next((k.value for k in node.keywords if k.arg in ("pointer", "base")), None)
+                root(first)
     named = {p for p in kernel.params if p.lower().endswith("ptr")}
     ordered = [p for p in kernel.params if p in roots or p in named]
     return [p for p in ordered if p not in kernel.constexpr_params]
@@ -1483,7 +1736,9 @@ def _contexts(module: _Module, kernel: _Kernel, launches: list[dict[str, Any]]) 
     seen: set[str] = set()
     out: list[_Context] = []
     for launch in launches:
-        tensors = [(list(t[0]) if t else [], _tensor_dtype(t[1]) if len(t) > 1 else None) for t in launch["tensor_args"]]
+        tensors = [
+            (list(t[0]) if t else [], _tensor_dtype(t[1]) if len(t) > 1 else None) for t in launch["tensor_args"]
+        ]
         matched = len(pointers) == len(tensors)
         mapping = {p: t[1] for p, t in zip(pointers, tensors, strict=False) if t[1]} if matched else {}
         shapes = {p: (t[0], t[1]) for p, t in zip(pointers, tensors, strict=False) if t[1]} if matched else {}
@@ -1491,15 +1746,19 @@ def _contexts(module: _Module, kernel: _Kernel, launches: list[dict[str, Any]]) 
         if key in seen:
             continue
         seen.add(key)
-        out.append(_Context(dict(launch["constexprs"]), mapping, _ctx_label(launch["constexprs"]), shapes, uses_dot))
+        out.append(
+            _Context(
+                dict(launch["constexprs"]), mapping, _ctx_label(launch["constexprs"]), shapes, uses_dot, tuple(pointers)
+            )
+        )
     if out:
         return out
     for cfg in kernel.autotune_configs:
-        out.append(_Context(dict(cfg), {}, _ctx_label(cfg), uses_dot=uses_dot))
+        out.append(_Context(dict(cfg), {}, _ctx_label(cfg), uses_dot=uses_dot, pointers=tuple(pointers)))
     if out:
         return out
     site_values = _call_site_constexprs(module, kernel)
-    return [_Context(site_values, {}, _ctx_label(site_values), uses_dot=uses_dot)]
+    return [_Context(site_values, {}, _ctx_label(site_values), uses_dot=uses_dot, pointers=tuple(pointers))]
 
 
 def _ctx_label(values: dict[str, Any]) -> str:
@@ -1559,9 +1818,7 @@ def _uses_dot(module: _Module, kernel: _Kernel, seen: set[str] | None = None) ->
     return False
 
 
-def _launch_rules(
-    module: _Module | None, launch: dict[str, Any], chip: ChipProfile, out: _Findings
-) -> None:
+def _launch_rules(module: _Module | None, launch: dict[str, Any], chip: ChipProfile, out: _Findings) -> None:
     name = launch["kernel"]
     kernel = module.kernels.get(name) if module else None
     line = kernel.node.lineno if kernel else 0
@@ -1569,7 +1826,11 @@ def _launch_rules(
     programs = math.prod(grid)
     if programs > chip.max_grid:
         out.add(
-            "max_grid", name, line, programs, chip.max_grid,
+            "max_grid",
+            name,
+            line,
+            programs,
+            chip.max_grid,
             f"grid {tuple(grid)} launches {programs:,} programs, above {chip.name}'s limit of {chip.max_grid:,}",
         )
     uses_dot = _uses_dot(module, kernel) if (module and kernel) else False
@@ -1586,7 +1847,11 @@ def _launch_rules(
         rounds = -(-programs // slots)
         cores = "cube" if uses_dot else "vector"
         out.add(
-            "grid_oversubscribed", name, line, programs, MAX_ROUNDS * slots,
+            "grid_oversubscribed",
+            name,
+            line,
+            programs,
+            MAX_ROUNDS * slots,
             f"{programs:,} programs on {slots} {cores} cores of {chip.name} = {rounds} rounds, each program moving "
             f"~{per_program / 1024:.1f} KiB",
         )
@@ -1598,7 +1863,12 @@ def _launch_rules(
         dt = _tensor_dtype(t[1]) if len(t) > 1 else None
         if dt in ("fp64", "uint16", "uint32", "uint64", "uint8"):
             out.add(
-                "unsupported_dtype", name, line, dt, None, f"tensor argument {i} is {dt}",
+                "unsupported_dtype",
+                name,
+                line,
+                dt,
+                None,
+                f"tensor argument {i} is {dt}",
                 severity=WARNING if dt == "uint8" else ERROR,
             )
 
@@ -1619,7 +1889,11 @@ def _host_rules(module: _Module, out: _Findings) -> None:
                 and not node.args
             ):
                 out.add(
-                    "item_in_forward", fn.name, node.lineno, f".{node.func.attr}()", None,
+                    "item_in_forward",
+                    fn.name,
+                    node.lineno,
+                    f".{node.func.attr}()",
+                    None,
                     f"calls {_short(node)} in host code (a device synchronisation per call)",
                 )
     for name, sites in module.call_sites.items():
@@ -1627,13 +1901,21 @@ def _host_rules(module: _Module, out: _Findings) -> None:
             for kw in site.keywords:
                 if kw.arg in ("num_warps", "num_stages"):
                     out.add(
-                        "num_warps_stages", name, site.lineno, f"{kw.arg}={_short(kw.value)}", None,
+                        "num_warps_stages",
+                        name,
+                        site.lineno,
+                        f"{kw.arg}={_short(kw.value)}",
+                        None,
                         f"launch passes {kw.arg}={_short(kw.value)}",
                     )
     for kernel in module.kernels.values():
         if kernel.autotune_warps:
             out.add(
-                "num_warps_stages", kernel.name, kernel.node.lineno, "autotune config", None,
+                "num_warps_stages",
+                kernel.name,
+                kernel.node.lineno,
+                "autotune config",
+                None,
                 "autotune configs set num_warps / num_stages",
             )
 
@@ -1803,7 +2085,7 @@ def capture_launches(task: Any, code: str, profile: str = "full", device: str = 
             model = model.to(dev)
         with torch.no_grad():
             model(*inputs)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise RuntimeError(f"capturing launches on {device} failed: {type(exc).__name__}: {exc}") from exc
     finally:
         for cls, run in saved:

@@ -52,6 +52,7 @@ __all__ = [
     "LaunchCounters",
     "estimate",
     "estimate_kernel",
+    "estimate_variants",
     "instrument",
     "reference_costs",
     "sample_program_ids",
@@ -357,7 +358,7 @@ def instrument(max_programs: int | None = None) -> Iterator[KernelCounters]:
         return op
 
     def counting_reduce(original: Any) -> Any:
-        def apply(self: Any, input: Any) -> Any:  # noqa: A002 - mirrors Triton's name
+        def apply(self: Any, input: Any) -> Any:
             if state.current is not None and not state.suspended:
                 items = input if isinstance(input, tuple) else (input,)
                 n = 0
@@ -472,8 +473,20 @@ def _interpreter_active() -> bool:
 
 _NO_KERNEL_OPS = frozenset(
     {
-        "empty", "empty_like", "empty_strided", "detach", "lift_fresh", "lift_fresh_copy", "alias",
-        "_local_scalar_dense", "set_", "resize_", "sym_size", "sym_stride", "sym_numel", "is_same_size",
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "detach",
+        "lift_fresh",
+        "lift_fresh_copy",
+        "alias",
+        "_local_scalar_dense",
+        "set_",
+        "resize_",
+        "sym_size",
+        "sym_stride",
+        "sym_numel",
+        "is_same_size",
     }
 )
 
@@ -559,7 +572,9 @@ def reference_costs(model: Any, inputs: list[Any]) -> dict[str, Any]:
     }
 
 
-def task_roofline(reference: Any, inputs: list[Any], task_id: str | None = None, on_meta: bool = True) -> dict[str, Any]:
+def task_roofline(
+    reference: Any, inputs: list[Any], task_id: str | None = None, on_meta: bool = True
+) -> dict[str, Any]:
     """The roofline floor of a task and the reference's per-operator costs.
 
     The floor's bytes are the inputs read once plus the outputs written once; its FLOPs are the
@@ -826,13 +841,44 @@ def estimate_kernel(
         threads: torch threads in the child.
 
     Returns:
-        :func:`estimate`'s dict plus ``counters`` (raw per-launch counts) and ``profile``; on a
-        failure ``{"label": "estimate", "error": "..."}``.
+        :func:`estimate`'s dict plus ``counters`` (raw per-launch counts), ``profile`` and
+        ``seconds`` (wall time of the interpreter pass); on a failure
+        ``{"label": "estimate", "chip": ..., "error": "..."}``.
     """
+    return estimate_variants(
+        task,
+        [code],
+        profile,
+        chip,
+        max_programs=max_programs,
+        roofline=roofline,
+        seed=seed,
+        timeout_s=timeout_s,
+        threads=threads,
+    )[0]
+
+
+def estimate_variants(
+    task: Any,
+    codes: list[str],
+    profile: str = "full",
+    chip: str | ChipProfile = "910B3",
+    *,
+    max_programs: int | None = 64,
+    roofline: bool = True,
+    seed: int = 0,
+    timeout_s: float = 900.0,
+    threads: int = 1,
+) -> list[dict[str, Any]]:
+    """:func:`estimate_kernel` for several candidates of one task in one child process (the
+    imports, the inputs and the roofline are paid once). One dict per code, in order; a failing
+    candidate gets an ``error`` entry and does not stop the others."""
+    if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+        raise TypeError("codes must be a list of source strings")
     profile_obj = resolve_chip(chip)
     payload = {
         "task": task,
-        "code": code,
+        "codes": codes,
         "profile": profile,
         "chip": profile_obj,
         "max_programs": max_programs,
@@ -848,6 +894,10 @@ def estimate_kernel(
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = str(max(1, threads))
+
+    def failure(message: str) -> list[dict[str, Any]]:
+        return [{"label": LABEL, "chip": profile_obj.name, "error": message} for _ in codes]
+
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "ascend_kernel_gym.evaluation.cost_model"],
@@ -859,32 +909,35 @@ def estimate_kernel(
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return {"label": LABEL, "chip": profile_obj.name, "error": f"timed out after {timeout_s:g} s"}
+        return failure(f"timed out after {timeout_s:g} s")
     stdout = proc.stdout.decode("utf-8", errors="replace")
     for line in reversed(stdout.splitlines()):
         if line.startswith(_RESULT_MARK):
-            return json.loads(line[len(_RESULT_MARK) :])
+            results = json.loads(line[len(_RESULT_MARK) :])
+            if isinstance(results, list) and len(results) == len(codes):
+                return results
+            if isinstance(results, dict) and "error" in results:
+                return failure(str(results["error"]))
     tail = proc.stderr.decode("utf-8", errors="replace")[-2000:]
-    return {"label": LABEL, "chip": profile_obj.name, "error": f"child exited with {proc.returncode}: {tail}"}
+    return failure(f"child exited with {proc.returncode}: {tail}")
 
 
 def _child_main() -> None:  # pragma: no cover - exercised through estimate_kernel in tests
-    payload = pickle.loads(sys.stdin.buffer.read())
+    payload = pickle.loads(sys.stdin.buffer.read())  # noqa: S301 - written by estimate_variants, same user
     try:
-        result = _run_estimate(payload)
+        result: Any = _run_estimates(payload)
     except BaseException as exc:  # noqa: BLE001 - report, never hang
         import traceback
 
-        result = {
-            "label": LABEL,
-            "chip": getattr(payload.get("chip"), "name", None),
-            "error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}",
-        }
+        result = {"label": LABEL, "error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}"}
     sys.stdout.write(_RESULT_MARK + json.dumps(result, default=str) + "\n")
     sys.stdout.flush()
 
 
-def _run_estimate(payload: dict[str, Any]) -> dict[str, Any]:
+def _run_estimates(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    import time
+    import traceback
+
     import torch
 
     from ascend_kernel_gym.evaluation.ascend_checks import _exec_candidate
@@ -892,30 +945,52 @@ def _run_estimate(payload: dict[str, Any]) -> dict[str, Any]:
 
     torch.set_num_threads(max(1, int(payload.get("threads") or 1)))
     task = payload["task"]
+    seed = int(payload.get("seed") or 0)
     tm = instantiate(task, payload["profile"])
-    torch.manual_seed(int(payload.get("seed") or 0))
+    torch.manual_seed(seed)
     init = tm.get_init_inputs()
     reference = tm.Model(*init)
-    torch.manual_seed(int(payload.get("seed") or 0) + 1)
+    torch.manual_seed(seed + 1)
     inputs = tm.get_inputs()
-    module = _exec_candidate(payload["code"], exec_source)
-    candidate = module.ModelNew(*init)
+    roof = task_roofline(reference, inputs, task.id) if payload.get("roofline") else None
+    chip = payload["chip"]
+    results = []
+    for code in payload["codes"]:
+        start = time.perf_counter()
+        try:
+            module = _exec_candidate(code, exec_source)
+            torch.manual_seed(seed + 2)
+            candidate = module.ModelNew(*init)
+            _copy_parameters(reference, candidate)
+            with torch.no_grad(), instrument(payload.get("max_programs")) as counters:
+                candidate(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+            result = estimate(counters, roof, chip)
+            result["counters"] = counters.to_dict()
+            if roof is not None:
+                result["min_bytes"] = roof["min_bytes"]
+                result["min_flops"] = roof["min_flops_16"] + roof["min_flops_32"]
+        except Exception as exc:  # noqa: BLE001 - one failing candidate does not stop the others
+            result = {
+                "label": LABEL,
+                "chip": getattr(chip, "name", None),
+                "error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1200:]}",
+            }
+        result["profile"] = payload["profile"]
+        result["seconds"] = round(time.perf_counter() - start, 3)
+        results.append(result)
+    return results
+
+
+def _copy_parameters(reference: Any, candidate: Any) -> None:
+    import torch
+
     if isinstance(reference, torch.nn.Module) and isinstance(candidate, torch.nn.Module):
         state = reference.state_dict()
         mine = candidate.state_dict()
         matching = {k: v for k, v in state.items() if k in mine and tuple(mine[k].shape) == tuple(v.shape)}
         if matching:
-            candidate.load_state_dict(matching, strict=False)
-    with torch.no_grad(), instrument(payload.get("max_programs")) as counters:
-        candidate(*inputs)
-    roof = task_roofline(reference, inputs, task.id) if payload.get("roofline") else None
-    result = estimate(counters, roof, payload["chip"])
-    result["counters"] = counters.to_dict()
-    result["profile"] = payload["profile"]
-    if roof is not None:
-        result["min_bytes"] = roof["min_bytes"]
-        result["min_flops"] = roof["min_flops_16"] + roof["min_flops_32"]
-    return result
+            with torch.no_grad():
+                candidate.load_state_dict(matching, strict=False)
 
 
 if __name__ == "__main__":  # pragma: no cover

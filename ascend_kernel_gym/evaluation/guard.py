@@ -45,6 +45,8 @@ _PROCESS_EVENTS = frozenset(
         "os.chroot",
     }
 )
+#: How subprocess.Popen starts a program; allowed only where Popen itself is (Triton's compiler calls).
+_LIBRARY_SPAWN_EVENTS = frozenset({"os.posix_spawn", "os.exec"})
 _FS_EVENTS = {
     # event: indexes of path arguments
     "os.remove": (0,),
@@ -204,6 +206,10 @@ class SandboxGuard:
             self._refuse(f"tried to use the network ({event})")
             return
         if event in _PROCESS_EVENTS:
+            # subprocess.Popen may start the child with os.posix_spawn (Python >= 3.8 on Linux):
+            # the same library-caller rule as for the Popen event itself applies.
+            if event in _LIBRARY_SPAWN_EVENTS and self.backend != "interpreter" and self._caller() == "library":
+                return
             self._refuse(f"tried to create or signal a process ({event})")
             return
         if event == "subprocess.Popen":

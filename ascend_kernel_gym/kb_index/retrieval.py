@@ -5,10 +5,12 @@
    the length of the longest text a trigger matched (a long literal error message is more
    specific than a short keyword), then by dense similarity. Triggers on the evaluator's typed
    error (``error_type: <value>``) count as the least specific.
-2. The remaining slots are filled by dense similarity (cosine, sentence-transformers + faiss),
+2. Caller-supplied ``extra`` entries come next (the KB wrapper passes the entries named by the
+   evaluator's Ascend rule findings, ``why = "ascend_check: <rule>"``).
+3. The remaining slots are filled by dense similarity (cosine, sentence-transformers + faiss),
    optionally above ``min_score``.
 
-Each :class:`Hit` says why it was returned: ``"trigger: <regex>"`` or ``"dense"``.
+Each :class:`Hit` says why it was returned: ``"trigger: <regex>"``, the caller's reason, or ``"dense"``.
 """
 
 from __future__ import annotations
@@ -127,6 +129,7 @@ class KnowledgeBase:
         min_score: float | None = None,
         dense: bool = True,
         exclude_tags: Iterable[str] = (),
+        extra: Sequence[tuple[str, str]] = (),
     ) -> list[Hit]:
         """Retrieve up to ``k`` entries: trigger hits first, then dense results.
 
@@ -138,6 +141,9 @@ class KnowledgeBase:
             min_score: drop dense-only results below this cosine similarity (triggers are kept).
             dense: ``False`` skips the embedding model entirely (trigger hits only; scores are ``None``).
             exclude_tags: dense-only results carrying any of these tags are skipped (trigger hits are kept).
+            extra: ``(entry id, why)`` pairs that rank after the trigger hits and before the dense
+                results, e.g. the entries named by the evaluator's Ascend rule findings; ids not in
+                the knowledge base are skipped.
 
         Raises:
             ValueError: ``k`` < 1 or an empty query.
@@ -153,6 +159,11 @@ class KnowledgeBase:
         triggered = [(e, m) for e, m in self.trigger_hits(text) if e.id not in excluded]
         triggered.sort(key=lambda em: (-em[1].specificity, -scores.get(em[0].id, 0.0), em[0].id))
         hits = [Hit(e.id, scores.get(e.id), f"trigger: {m.pattern}", e) for e, m in triggered[:k]]
+        for entry_id, why in extra:
+            if len(hits) >= k:
+                break
+            if entry_id in self._by_id and entry_id not in excluded and entry_id not in {h.id for h in hits}:
+                hits.append(Hit(entry_id, scores.get(entry_id), why, self._by_id[entry_id]))
         if dense and len(hits) < k:
             taken = excluded | {h.id for h in hits}
             for entry_id, score in sorted(scores.items(), key=lambda kv: -kv[1]):

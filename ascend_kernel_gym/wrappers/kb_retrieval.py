@@ -10,7 +10,7 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
-__all__ = ["TIPS_HEADER", "KBRetrievalWrapper", "build_query"]
+__all__ = ["TIPS_HEADER", "KBRetrievalWrapper", "ascend_check_hits", "build_query"]
 
 #: First line of the injected section.
 TIPS_HEADER = "## Ascend tips (retrieved from the knowledge base)"
@@ -43,10 +43,8 @@ def build_query(task: Any, feedback: str | None, eval_dict: Mapping[str, Any] | 
     ev = dict(eval_dict or {})
     error_type = _error_type(ev)
     message = str(ev.get("error_message") or "").strip()
+    # The evaluator also lists each Ascend rule finding here, as "ascend[<rule>] <message>".
     warnings_list = [str(w) for w in (ev.get("warnings") or [])]
-    for check in ev.get("ascend_checks") or []:
-        if isinstance(check, Mapping) and check.get("message"):
-            warnings_list.append(str(check["message"]))
     if error_type:
         # The typed error reaches the entries through their "error_type: <value>" triggers; the
         # dense query keeps to the message and the task so it can add task-specific tips.
@@ -70,6 +68,20 @@ def build_query(task: Any, feedback: str | None, eval_dict: Mapping[str, Any] | 
     return query, "\n".join(trigger_parts)
 
 
+def ascend_check_hits(eval_dict: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """``(kb_id, "ascend_check: <rule>")`` for the evaluator's Ascend rule findings, errors first, no repeats."""
+    findings = [f for f in (eval_dict or {}).get("ascend_checks") or [] if isinstance(f, Mapping) and f.get("kb_id")]
+    findings.sort(key=lambda f: 0 if f.get("severity") == "error" else 1)
+    seen: set[str] = set()
+    out = []
+    for f in findings:
+        kb_id = str(f["kb_id"])
+        if kb_id not in seen:
+            seen.add(kb_id)
+            out.append((kb_id, f"ascend_check: {f.get('rule', '?')}"))
+    return out
+
+
 class KBRetrievalWrapper(gym.Wrapper):
     """Add a short "Ascend tips" section, retrieved from the knowledge base, to each new user message.
 
@@ -78,7 +90,8 @@ class KBRetrievalWrapper(gym.Wrapper):
     At reset and after every step the wrapper builds a query from the task description and the
     latest feedback (error type, error message, Ascend warnings), retrieves up to ``k`` entries
     with :class:`~ascend_kernel_gym.kb_index.KnowledgeBase` (trigger regexes on the error text
-    first, then dense similarity), drops entries shown in the last ``skip_recent_turns`` turns,
+    first, then the entries named by the evaluator's Ascend rule findings, then dense
+    similarity), drops entries shown in the last ``skip_recent_turns`` turns,
     and appends the remaining tips to the latest user message of the base env's context
     through ``env.unwrapped.set_messages``. The observation is re-rendered from the messages,
     so the observation and ``info["messages"]`` change together. The tips stay in the history
@@ -104,7 +117,7 @@ class KBRetrievalWrapper(gym.Wrapper):
     ## Info
 
     ``info["kb"] = {"query", "hits": [{"id", "score", "why"}], "injected", "skipped"}``:
-    ``why`` is ``"trigger: <regex>"`` or ``"dense"``; ``skipped`` names why nothing was
+    ``why`` is ``"trigger: <regex>"``, ``"ascend_check: <rule>"`` or ``"dense"``; ``skipped`` names why nothing was
     injected (``"reset"`` with ``inject_on_reset=False``, ``"episode_end"``, ``"summary_requested"``,
     ``"no_hits"``) or is ``None``.
 
@@ -230,6 +243,7 @@ class KBRetrievalWrapper(gym.Wrapper):
             min_score=self.min_score,
             dense=self.dense,
             exclude_tags=self.no_error_exclude_tags if no_error else (),
+            extra=ascend_check_hits(eval_dict),
         )
         self._remember(frozenset(h.id for h in hits))
         info["kb"] = {

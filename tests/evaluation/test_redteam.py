@@ -6,6 +6,7 @@ Each file says what must happen in its header::
     # task: core/L1/transpose                   (default core/L1/relu)
     # canary: /tmp/akg_redteam_pwned_x          (a file the candidate tries to create outside its sandbox)
     # max_output_tail: 17000                    (bound on the kept output)
+    # no_paths_in_output: yes                   (what it printed comes back without harness paths)
 
 A cheat must never come back ``correct``; a legitimate candidate (``expected: none``) must
 pass; and the calling process must come out unharmed. Cases the evaluator still gets wrong are
@@ -29,7 +30,7 @@ from ascend_kernel_gym.tasks import get_task
 
 REDTEAM = Path(__file__).parent / "redteam"
 CANARY_GLOB = "/tmp/akg_redteam_pwned*"
-HEADER_RE = re.compile(r"#\s*(expected|task|timeout|canary|max_output_tail):\s*(.+)")
+HEADER_RE = re.compile(r"#\s*(expected|task|timeout|canary|max_output_tail|no_paths_in_output):\s*(.+)")
 
 #: Cases the evaluator gets wrong today, keyed by file stem; the reason names the finding.
 KNOWN_FAILURES: dict[str, str] = {
@@ -37,15 +38,17 @@ KNOWN_FAILURES: dict[str, str] = {
     "spoof_result_builtins": "finding 1: __builtins__['getattr'] reaches frames -> forged correct result",
     "pkgutil_resolve_spoof": "finding 1: triton.language.extra.pkgutil.resolve_name('sys') -> forged result",
     "recorder_suspend": "finding 1: __builtins__ escape switches the operator recorder off",
-    "patch_reference_finalizer": "finding 2: monkeypatch of the reference's torch.relu undone by a finalizer",
-    "from_file_write": "finding 3: torch.from_file(shared=True) writes outside the sandbox (C++ open)",
-    "package_exporter_write": "finding 3: torch.package.PackageExporter writes outside the sandbox (C++ writer)",
-    "numpy_via_functional_np": "finding 4: torch.nn.functional.np is NumPy; NumPy compute is invisible",
-    "numpy_via_builtins": "finding 4: NumPy imported through functools.singledispatch(__builtins__['__import__'])",
-    "python_scalar_loop": "finding 5: Python float()/torch.tensor(list) compute passes with a decoy launch",
-    "legit_dataclass_config": "finding 7: @dataclass runs exec inside dataclasses -> false sandbox_violation",
-    "legit_namedtuple": "finding 7: namedtuple runs eval inside collections -> false sandbox_violation",
-    "legit_autotune": "finding 8: multi-config @triton.autotune fails on the interpreter (0 active drivers)",
+    "from_file_write": "finding 2: torch.from_file(shared=True) writes outside the sandbox (C++ open)",
+    "package_exporter_write": "finding 2: torch.package.PackageExporter writes outside the sandbox (C++ writer)",
+    "shadow_tensor_method": "finding 3: out.detach shadowed by an instance attribute; harness calls it",
+    "patch_reference_finalizer": "finding 4: monkeypatch of the reference's torch.relu undone by a finalizer",
+    "numpy_via_functional_np": "finding 5: torch.nn.functional.np is NumPy; NumPy compute is invisible",
+    "numpy_via_builtins": "finding 5: NumPy imported through functools.singledispatch(__builtins__['__import__'])",
+    "python_scalar_loop": "finding 6: Python float()/torch.tensor(list) compute passes with a decoy launch",
+    "transpose_copy_into_kernel_buffer": "finding 6: copy_ into a buffer a no-op kernel was given passes",
+    "legit_dataclass_config": "finding 8: @dataclass runs exec inside dataclasses -> false sandbox_violation",
+    "legit_namedtuple": "finding 8: namedtuple runs eval inside collections -> false sandbox_violation",
+    "legit_autotune": "finding 9: multi-config @triton.autotune fails on the interpreter (0 active drivers)",
 }
 
 
@@ -129,6 +132,10 @@ def test_redteam_case(path: Path, redteam_results) -> None:
         assert not harm["canaries"][meta["canary"]], f"{path.name} wrote {meta['canary']} outside its sandbox"
     if "max_output_tail" in meta:
         assert len(result.output_tail) <= int(meta["max_output_tail"])
+    if "no_paths_in_output" in meta:
+        assert "kernel.py" in result.output_tail, "the candidate's own output is kept"
+        for leak in ("site-packages", "/tmp/", ".venv", "akg-sandbox", "akg-pool"):
+            assert leak not in result.output_tail and leak not in result.error_message
     text = render_feedback(result)
     assert text and "/tmp/akg-" not in text and "site-packages" not in text
 

@@ -28,10 +28,10 @@ KERNELS = sorted((DATA / "kernels").glob("*.py"))
 
 #: Kernels whose verdict is wrong today, by file stem; the reason names the red-team finding.
 KNOWN_FAILURES: dict[str, str] = {
-    "relu_cuda_inputs_ok": "finding 6: get_inputs() calling .cuda() -> harness_error on the interpreter",
-    "relu_cuda_inputs_bad": "finding 6: get_inputs() calling .cuda() -> harness_error on the interpreter",
-    "add_device_kwarg_ok": "finding 6: get_inputs() with device='cuda' -> harness_error on the interpreter",
-    "add_device_kwarg_bad": "finding 6: get_inputs() with device='cuda' -> harness_error on the interpreter",
+    "relu_cuda_inputs_ok": "finding 7: get_inputs() calling .cuda() -> harness_error on the interpreter",
+    "relu_cuda_inputs_bad": "finding 7: get_inputs() calling .cuda() -> harness_error on the interpreter",
+    "add_device_kwarg_ok": "finding 7: get_inputs() with device='cuda' -> harness_error on the interpreter",
+    "add_device_kwarg_bad": "finding 7: get_inputs() with device='cuda' -> harness_error on the interpreter",
 }
 
 
@@ -113,7 +113,7 @@ def test_third_party_kernel_verdict(path: Path, kernel_results) -> None:
         assert result.launches, "a passing kernel has recorded launches"
 
 
-@pytest.mark.xfail(strict=True, reason="finding 9: a plain torch.Tensor is described as 'a tensor subclass'")
+@pytest.mark.xfail(strict=True, reason="finding 10: a plain torch.Tensor is described as 'a tensor subclass'")
 def test_wrong_output_type_message_names_a_plain_tensor_correctly(kernel_results) -> None:
     result = kernel_results["row_stats_tuple_bad.py"]
     assert result.error_type == ErrorType.WRONG_OUTPUT_TYPE

@@ -193,3 +193,16 @@ def test_exclude_and_k_limit_trigger_hits() -> None:
     assert ids[0] == "ub-overflow-compile-error" and len(ids) >= 3
     assert len(kb.search(text, k=2, dense=False)) == 2
     assert "ub-overflow-compile-error" not in [h.id for h in kb.search(text, k=10, dense=False, exclude=[ids[0]])]
+
+
+def test_extra_hits_rank_after_triggers_and_unknown_ids_are_skipped() -> None:
+    kb = KnowledgeBase()
+    extra = [("grid-prefer-1d", "ascend_check: x"), ("no-such-entry", "y"), ("grid-prefer-1d", "dup")]
+    hits = kb.search("coreDim=70000 can't be greater than UINT16_MAX", k=3, dense=False, extra=extra)
+    assert [(h.id, h.why) for h in hits] == [
+        ("grid-uint16-max-coredim", hits[0].why),
+        ("grid-prefer-1d", "ascend_check: x"),
+    ]
+    assert hits[0].why.startswith("trigger: ")
+    assert kb.search("nothing matches", k=1, dense=False, extra=extra)[0].id == "grid-prefer-1d"
+    assert kb.search("nothing matches", k=3, dense=False, extra=extra, exclude=["grid-prefer-1d"]) == []

@@ -21,7 +21,8 @@ UB_OVERFLOW = (
 
 
 class ScriptedEvaluator:
-    """Markers in the code decide the result: CORRECT, UBOVERFLOW, GRID, FALLBACK, else a value mismatch."""
+    """Markers in the code decide the result: ASCENDWARN (correct, with an Ascend rule finding), CORRECT,
+    UBOVERFLOW, GRID, FALLBACK, else a value mismatch."""
 
     backend = "interpreter"
 
@@ -37,6 +38,22 @@ class ScriptedEvaluator:
             self.requests.append(request)
         code = request.code
         base = dict(task_id=request.task.id, backend="interpreter", profile=request.profile or "small", code_hash="h")
+        if "ASCENDWARN" in code:
+            finding = {
+                "rule": "grid_oversubscribed",
+                "severity": "warning",
+                "kb_id": "grid-persistent-physical-cores",
+                "message": "relu_kernel: 16000 programs on 40 vector cores of 910B3 = 400 rounds",
+                "value": 16000,
+                "limit": 80,
+                "fix": "launch one program per core and loop",
+                "kernel": "relu_kernel",
+                "line": 9,
+            }
+            return EvalResult(
+                **base, stage=Stage.DONE, format_ok=True, static_ok=True, compiled=True, correct=True,
+                ascend_checks=[finding], warnings=[f"ascend[{finding['rule']}] {finding['message']}"],
+            )  # fmt: skip
         if "CORRECT" in code:
             return EvalResult(**base, stage=Stage.DONE, format_ok=True, static_ok=True, compiled=True, correct=True)
         if "UBOVERFLOW" in code:

@@ -200,3 +200,19 @@ def test_evaluator_tips_are_kept_out_of_dense_results_when_there_is_no_error(kb:
     unfiltered = {h.id for h in kb.search(query, k=len(kb))}
     filtered = {h.id for h in kb.search(query, k=len(kb), exclude_tags={"evaluator"})}
     assert {e for e in unfiltered - filtered} == {e.id for e in kb.entries if "evaluator" in e.tags}
+
+
+def test_ascend_rule_findings_bring_their_entries(kb: KnowledgeBase) -> None:
+    env = KBRetrievalWrapper(make_env(), kb=kb, k=3, inject_on_reset=False)
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(kernel_answer("ASCENDWARN"))
+    first = info["kb"]["hits"][0]
+    assert first == {**first, "id": "grid-persistent-physical-cores", "why": "ascend_check: grid_oversubscribed"}
+    assert "[grid-persistent-physical-cores]" in last_user(info)
+
+
+def test_every_ascend_rule_names_an_existing_entry(kb: KnowledgeBase) -> None:
+    from ascend_kernel_gym.evaluation.ascend_checks import RULES
+
+    missing = {rule.id: rule.kb_id for rule in RULES.values() if rule.kb_id not in kb}
+    assert not missing
