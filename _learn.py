@@ -6,7 +6,7 @@ from ascend_kernel_gym.agents.config import SegmentGRPOConfig
 from ascend_kernel_gym.agents.trainer import SegmentGRPOTrainer
 TASKS = sys.argv[1].split(",") if len(sys.argv) > 1 else ["core/L1/relu", "core/L1/sigmoid"]
 cfg = SegmentGRPOConfig(
-    model_config="tiny", tokenizer=os.environ.get("TOK","bpe"), task_ids=TASKS, tasks_per_iteration=len(TASKS), group_size=8,
+    model_config="tiny", tokenizer=os.environ.get("TOK","bpe:1024"), task_ids=TASKS, tasks_per_iteration=len(TASKS), group_size=8,
     backend="interpreter", max_turns=4, reward="default", reward_mode="score",
     compaction={"budget_tokens": int(os.environ.get("BUDGET","400")), "trigger_ratio": 1.0, "strategy": "policy", "max_compactions": 3},
     choice={"seed": 0}, temperature=1.0, max_new_tokens=4, advantage="segment", gamma=1.0,

@@ -273,7 +273,8 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], relu: dict[str, Any
         "",
         "## Reference solutions",
         "",
-        "| task | correct | speedup (median) | spread | ref ms (median) | kernel ms (median) | wall s (median) | notes |",
+        "| task | correct | speedup (median) | spread | ref ms (median) | kernel ms (median) | wall s (median) "
+        "| notes |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
@@ -351,7 +352,9 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out
     if out is None:
         base = os.environ.get("OUT")
-        out = Path(base) / "gpu_evaluator.md" if base else ROOT / "bench" / "results" / f"gpu_evaluator_{args.backend}.md"
+        out = (
+            Path(base) / "gpu_evaluator.md" if base else ROOT / "bench" / "results" / f"gpu_evaluator_{args.backend}.md"
+        )
 
     started = time.time()
     with Evaluator(

@@ -41,8 +41,8 @@ class SegmentGRPOConfig:
         default="auto",
         metadata={
             "help": "'auto' (the model directory's tokenizer; 'char' for random models), 'char' (one token per "
-            "printable character, built locally), 'bpe' (byte-level BPE trained locally on the bundled tasks), "
-            "or a local path."
+            "printable character, built locally), 'bpe' or 'bpe:<vocab size>' (byte-level BPE trained locally on "
+            "the bundled tasks, knowledge base and prompts; default 8192), or a local path."
         },
     )
     dtype: str = field(default="float32", metadata={"help": "Parameter dtype: float32, bfloat16 or float16."})
@@ -215,8 +215,9 @@ class SegmentGRPOConfig:
                 raise bad("model_config", f"must be one of {MODEL_PRESETS} or a dict")
             if not isinstance(self.model_config, (str, dict)):
                 raise bad("model_config", "must be a preset name or a dict")
-        if self.tokenizer not in TOKENIZERS and not Path(self.tokenizer).expanduser().exists():
-            raise bad("tokenizer", f"must be one of {TOKENIZERS} or an existing local path")
+        bpe_size = self.tokenizer.startswith("bpe:") and self.tokenizer[4:].isdigit() and int(self.tokenizer[4:]) >= 300
+        if self.tokenizer not in TOKENIZERS and not bpe_size and not Path(self.tokenizer).expanduser().exists():
+            raise bad("tokenizer", f"must be one of {TOKENIZERS}, 'bpe:<vocab size >= 300>' or an existing local path")
         if self.dtype not in DTYPES:
             raise bad("dtype", f"must be one of {DTYPES}")
         if self.split not in ("train", "test", "all"):

@@ -5,8 +5,8 @@ tokenizers, both with a ChatML chat template (``<|im_start|>role\\n...<|im_end|>
 
 - :func:`build_char_tokenizer`: one token per printable ASCII character (the env's charset), so
   every token decodes to text the env accepts unchanged;
-- :func:`build_bpe_tokenizer`: a byte-level BPE trained in a second on local text (the bundled
-  task files and any strings given), for realistic token counts.
+- :func:`build_bpe_tokenizer`: a byte-level BPE trained in a second or two on local text (the
+  bundled task files, knowledge-base entries and prompts, or any strings given).
 
 :func:`build_random_causal_lm` builds a Hugging Face causal LM (Llama or Qwen2 architecture) from
 config values with random weights; :data:`QWEN2_5_0_5B` holds the public architecture values of
@@ -95,25 +95,25 @@ def build_char_tokenizer(charset: str | None = None, model_max_length: int = 1 <
     return _wrap(tk, model_max_length)
 
 
-def _local_corpus() -> list[str]:
-    from ascend_kernel_gym.tasks.suite import SUITES_DIR
-
-    texts = []
-    for path in sorted(SUITES_DIR.rglob("*.py")):
-        texts.append(path.read_text(encoding="utf-8", errors="replace"))
-    return texts
+def local_corpus() -> list[str]:
+    """Text shipped with the package: task and solution files, knowledge-base entries, prompt templates."""
+    root = Path(__file__).resolve().parents[1]
+    paths = sorted((root / "tasks" / "suites").rglob("*.py"))
+    paths += sorted((root / "kb_index").rglob("*.md"))
+    paths += sorted((root / "envs" / "prompts").glob("*.md"))
+    return [p.read_text(encoding="utf-8", errors="replace") for p in paths]
 
 
 def build_bpe_tokenizer(
     vocab_size: int = 8192, corpus: Iterable[str] | None = None, model_max_length: int = 1 << 20
 ) -> Any:
-    """A byte-level BPE tokenizer trained on local text (default: the bundled task and solution files).
+    """A byte-level BPE tokenizer trained on local text (default: :func:`local_corpus`).
 
     Any text encodes (bytes fall back to single-byte tokens). Deterministic for a given corpus.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    texts = list(corpus) if corpus is not None else _local_corpus()
+    texts = list(corpus) if corpus is not None else local_corpus()
     if not texts:
         raise ValueError("corpus is empty: give at least one text to train the BPE tokenizer on")
     tk = Tokenizer(models.BPE(unk_token=None))

@@ -52,6 +52,8 @@ def build_tokenizer(config: SegmentGRPOConfig) -> Any:
         return build_char_tokenizer()
     if name == "bpe":
         return build_bpe_tokenizer()
+    if name.startswith("bpe:") and name[4:].isdigit():
+        return build_bpe_tokenizer(int(name[4:]))
     return load_tokenizer(name)
 
 

@@ -1703,9 +1703,7 @@ def _pointer_params(module: _Module, kernel: _Kernel) -> list[str]:
             elif expr.id in assigned:
                 root(assigned[expr.id], depth + 1)
         elif isinstance(expr, ast.BinOp):
-            root(expr.left, depth + 1)
-            if isinstance(expr.op, ast.Add):
-                root(expr.right, depth + 1) if not isinstance(expr.left, ast.Name) else None
+            root(expr.left, depth + 1)  # the pointer leads its offsets: ptr + offs (+ more offsets)
         elif isinstance(expr, ast.Subscript):
             root(expr.value, depth + 1)
         elif isinstance(expr, ast.Call):

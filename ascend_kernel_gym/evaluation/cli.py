@@ -81,9 +81,24 @@ def _cmd_check(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), indent=2, sort_keys=True))
     else:
         _print_table(result, path.name)
+        report = _ascend_report(result)
+        if report:
+            print()
+            print(report)
         print()
         print(render_feedback(result))
     return 0
+
+
+def _ascend_report(result: EvalResult) -> str:
+    """The Ascend helper's report of findings and estimate, when that module is installed."""
+    if not (result.ascend_checks or result.estimate):
+        return ""
+    try:
+        from ascend_kernel_gym.evaluation.ascend_checks import format_ascend_report
+    except ImportError:
+        return ""
+    return format_ascend_report(result)
 
 
 def _fmt(value: float | None, digits: int = 4) -> str:

@@ -461,6 +461,12 @@ def check_source(code: str) -> StaticReport:
         report.violations.append(Violation(ErrorType.NO_CODE, "no code was submitted"))
         return report
     try:
+        code.encode("utf-8")
+    except UnicodeEncodeError:
+        report = StaticReport()
+        report.violations.append(Violation(ErrorType.SYNTAX, "the code is not valid UTF-8 text"))
+        return report
+    try:
         with _PARSE_LOCK:
             tree = ast.parse(code, filename="kernel.py")
     except SyntaxError as exc:

@@ -4,9 +4,9 @@ Styles covered: inputs made with ``.cuda()`` / ``device="cuda"``, python scalars
 ``forward``, ``Model`` init arguments (ints, floats, tuples), tuple outputs, integer index
 inputs, positive-only ``torch.rand`` inputs, module constants written as expressions, helper
 functions and classes, Windows line endings, a module docstring as the only description, a
-0-dim output. Each task must load (``akg tasks show``), a correct Triton ``ModelNew`` must pass
-and an incorrect one must fail with the right error type (kernels in ``kernels/``, headers
-``# task:`` and ``# expected:``).
+0-dim output, half-precision inputs made with ``.half()``. Each task must load (``akg tasks
+show``), a correct Triton ``ModelNew`` must pass and an incorrect one must fail with the right
+error type (kernels in ``kernels/``, headers ``# task:`` and ``# expected:``).
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ KERNELS = sorted((DATA / "kernels").glob("*.py"))
 
 #: Kernels whose verdict is wrong today, by file stem; the reason names the red-team finding.
 KNOWN_FAILURES: dict[str, str] = {
-    "relu_cuda_inputs_ok": "finding 7: get_inputs() calling .cuda() -> harness_error on the interpreter",
-    "relu_cuda_inputs_bad": "finding 7: get_inputs() calling .cuda() -> harness_error on the interpreter",
-    "add_device_kwarg_ok": "finding 7: get_inputs() with device='cuda' -> harness_error on the interpreter",
-    "add_device_kwarg_bad": "finding 7: get_inputs() with device='cuda' -> harness_error on the interpreter",
+    "relu_cuda_inputs_ok": "finding 8: get_inputs() calling .cuda() -> harness_error on the interpreter",
+    "relu_cuda_inputs_bad": "finding 8: get_inputs() calling .cuda() -> harness_error on the interpreter",
+    "add_device_kwarg_ok": "finding 8: get_inputs() with device='cuda' -> harness_error on the interpreter",
+    "add_device_kwarg_bad": "finding 8: get_inputs() with device='cuda' -> harness_error on the interpreter",
+    "gelu_half_ok": "finding 9: .half() inputs -> dtype inferred float32 -> fp32 tolerance on an fp16 output",
 }
 
 
@@ -58,6 +59,12 @@ def test_inferred_metadata_of_odd_files() -> None:
     assert docstring.description.startswith("Swish activation: x * sigmoid(beta * x)")
     computed = get_task(str(DATA / "level1" / "8_Tanh_scale_computed_constants.py"))
     assert computed.category == "activation"
+
+
+@pytest.mark.xfail(strict=True, reason="finding 9: `.half()` inputs are not recognised as float16")
+def test_half_inputs_get_half_tolerances() -> None:
+    task = get_task(str(DATA / "level1" / "14_GELU_half_inputs.py"))
+    assert task.dtype == "float16"
 
 
 def test_computed_constants_and_helpers_run_unchanged() -> None:
@@ -113,7 +120,7 @@ def test_third_party_kernel_verdict(path: Path, kernel_results) -> None:
         assert result.launches, "a passing kernel has recorded launches"
 
 
-@pytest.mark.xfail(strict=True, reason="finding 10: a plain torch.Tensor is described as 'a tensor subclass'")
+@pytest.mark.xfail(strict=True, reason="finding 12: a plain torch.Tensor is described as 'a tensor subclass'")
 def test_wrong_output_type_message_names_a_plain_tensor_correctly(kernel_results) -> None:
     result = kernel_results["row_stats_tuple_bad.py"]
     assert result.error_type == ErrorType.WRONG_OUTPUT_TYPE
