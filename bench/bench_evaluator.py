@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
 
     task = get_task(TASK_ID)
     code = task.solution_source() or ""
+    load_before = os.getloadavg()[0]
     steps = tqdm(total=3, desc="bench", unit="phase")
     warm1_lat, warm1_tput = run_warm(task, code, 1, args.latency, args.throughput)
     steps.update()
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     fresh_lat = run_fresh(task, code, args.fresh)
     steps.update()
     steps.close()
+    load_after = os.getloadavg()[0]
 
     warm_med = statistics.median(warm1_lat)
     fresh_med = statistics.median(fresh_lat)
@@ -165,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
             f"- date: {dt.date.today().isoformat()}",
             f"- machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
             f"- torch {_version('torch')}, triton {_version('triton')}",
+            f"- 1-minute load average before / after: {load_before:.1f} / {load_after:.1f} "
+            "(above the core count, other processes shared the CPU and the 2-worker scaling is understated)",
             "- command: `python bench/bench_evaluator.py --out bench/results/evaluator_cpu.md`",
             "",
             "| mode | workers | evaluations | median latency (s) | evaluations/s | latency ratio vs fresh |",

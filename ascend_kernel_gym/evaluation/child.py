@@ -12,8 +12,10 @@ Imports torch and triton: only the zygote and its children import this module.
 from __future__ import annotations
 
 import json
+import linecache
 import os
 import random
+import re
 import resource
 import shutil
 import signal
@@ -352,10 +354,43 @@ def describe_exception(exc: BaseException, candidate_file: str) -> str:
                 entry = f"your code line {frame.lineno} (in {frame.name}): {(frame.line or '').strip()}"
                 if entry not in where:
                     where.append(entry)
+    for err in chain:
+        located = compile_error_line(err, candidate_file)
+        if located:
+            where.append(located)
+            break
     out = "\n".join(lines)
     if where:
         out += "\n" + "\n".join(where[-4:])
     return out
+
+
+def compile_error_line(err: BaseException, candidate_file: str) -> str | None:
+    """For a Triton ``CompilationError`` (``at L:C`` relative to the kernel's ``def`` line): the
+    line of the candidate's file it points at."""
+    src, node = getattr(err, "src", None), getattr(err, "node", None)
+    lineno = getattr(node, "lineno", None)
+    if not isinstance(src, str) or not isinstance(lineno, int):
+        return None
+    match = re.search(r"^\s*def\s+(\w+)\s*\(", src, re.MULTILINE)
+    if match is None:
+        return None
+    file_lines = linecache.getlines(candidate_file) or _read_lines(candidate_file)
+    pattern = re.compile(rf"^\s*def\s+{re.escape(match.group(1))}\s*\(")
+    for index, line in enumerate(file_lines):
+        if pattern.match(line):
+            target = index + lineno
+            text = file_lines[target - 1].strip() if 0 < target <= len(file_lines) else ""
+            return f"your code line {target} (in {match.group(1)}, the Triton compiler's error): {text}"
+    return None
+
+
+def _read_lines(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.readlines()
+    except OSError:
+        return []
 
 
 # --- the evaluation -----------------------------------------------------------------------------

@@ -174,9 +174,16 @@ def _infer_category(name: str, source: str) -> str:
     return "other"
 
 
+DTYPE_SPELLINGS: dict[str, tuple[str, ...]] = {
+    "bfloat16": ("torch.bfloat16", ".bfloat16()"),
+    "float16": ("torch.float16", "torch.half", ".half()"),
+}
+
+
 def _infer_dtype(source: str) -> str:
-    for dtype in ("bfloat16", "float16"):
-        if f"torch.{dtype}" in source or (dtype == "float16" and "torch.half" in source):
+    """The lowest-precision floating type the file mentions (it sets the tolerance)."""
+    for dtype, spellings in DTYPE_SPELLINGS.items():
+        if any(spelling in source for spelling in spellings):
             return dtype
     return "float32"
 

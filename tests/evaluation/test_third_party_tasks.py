@@ -32,7 +32,6 @@ KNOWN_FAILURES: dict[str, str] = {
     "relu_cuda_inputs_bad": "finding 8: get_inputs() calling .cuda() -> harness_error on the interpreter",
     "add_device_kwarg_ok": "finding 8: get_inputs() with device='cuda' -> harness_error on the interpreter",
     "add_device_kwarg_bad": "finding 8: get_inputs() with device='cuda' -> harness_error on the interpreter",
-    "gelu_half_ok": "finding 9: .half() inputs -> dtype inferred float32 -> fp32 tolerance on an fp16 output",
 }
 
 
@@ -61,7 +60,6 @@ def test_inferred_metadata_of_odd_files() -> None:
     assert computed.category == "activation"
 
 
-@pytest.mark.xfail(strict=True, reason="finding 9: `.half()` inputs are not recognised as float16")
 def test_half_inputs_get_half_tolerances() -> None:
     task = get_task(str(DATA / "level1" / "14_GELU_half_inputs.py"))
     assert task.dtype == "float16"

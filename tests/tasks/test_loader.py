@@ -73,6 +73,25 @@ def test_kernelbench_file_runs_unchanged_through_runtime():
     assert torch.allclose(out, expected)
 
 
+@pytest.mark.parametrize(
+    ("spelling", "dtype"),
+    [
+        ("torch.randn(N, M).half()", "float16"),
+        ("torch.randn(N, M, dtype=torch.half)", "float16"),
+        ("torch.randn(N, M, dtype=torch.float16)", "float16"),
+        ("torch.randn(N, M).bfloat16()", "bfloat16"),
+        ("torch.randn(N, M, dtype=torch.bfloat16)", "bfloat16"),
+        ("torch.randn(N, M)", "float32"),
+    ],
+)
+def test_dtype_is_inferred_from_how_inputs_are_made(spelling, dtype):
+    source = VALID.split("TASK = {")[0] + "N = 4\nM = 4\n" + VALID.split("M = 4\n", 1)[1]
+    source = source.replace("torch.randn(N, M)", spelling)
+    task = load_task_source(source, task_id="t/x")
+    assert task.dtype == dtype
+    assert task.atol == {"float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}[dtype]
+
+
 def test_metadata_and_profile_overrides():
     torch = pytest.importorskip("torch")
     from ascend_kernel_gym.tasks.runtime import instantiate
