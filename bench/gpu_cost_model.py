@@ -340,7 +340,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile", default=None, help="shape profile (default: full; small with --dry-run)")
     parser.add_argument("--chip", default=None, help="chip profile for the estimate (default: H200; 910B3 dry run)")
     parser.add_argument("--max-variants", type=int, default=5, help="variants per task, original included")
-    parser.add_argument("--max-programs", type=int, default=16, help="programs run per launch by the cost model")
+    parser.add_argument("--max-programs", type=int, default=8, help="programs run per launch by the cost model")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)

@@ -68,6 +68,8 @@ class ChipProfile:
     multibuffer_default: bool = False
     #: Cost model: rate of a dot with fp32 operands relative to ``peak_dot_tflops`` (fp16/bf16).
     dot_fp32_rate: float = 0.5
+    #: Cost model: rate of fp32 dots with ``input_precision="ieee"`` (None: same as ``dot_fp32_rate``).
+    dot_fp32_ieee_rate: float | None = None
     #: Cost model: L2 bandwidth for re-reads of data already read once in the same launch.
     l2_bandwidth_gbps: float | None = None
     #: Cost model: latency of one global-memory access (Little's law bound on small tiles).

@@ -744,7 +744,8 @@ class _Findings:
             "severity": severity or spec.severity,
             "value": value,
             "limit": limit,
-            "message": f"{kernel}" + (f" line {line}" if line else "") + f": {detail}",
+            # self-contained: the evaluator shows the message alone in the agent's feedback
+            "message": f"{kernel}" + (f" line {line}" if line else "") + f": {detail}. Fix: {spec.fix}",
             "fix": spec.fix,
             "kb_id": spec.kb_id,
             "kernel": kernel,
@@ -870,7 +871,6 @@ class _KernelAnalyzer:
             self.expr(node.test)
             self._loop_depth += 1
             self.block(node.body)
-            self.block(node.body)
             self._loop_depth -= 1
             self.block(node.orelse)
         elif isinstance(node, ast.If):
@@ -904,7 +904,8 @@ class _KernelAnalyzer:
         self._regions += 1
         self.region = self._regions
         self.region_names[self.region] = set()
-        for _ in range(2):  # second pass: loop-carried shapes / flags
+        passes = 2 if self._loop_depth <= 3 else 1  # second pass: loop-carried shapes / flags (bounded)
+        for _ in range(passes):
             self.bind(node.target, var, node)
             self.block(node.body)
         self.region = outer
@@ -1972,8 +1973,7 @@ def format_ascend_report(result: Any) -> str:
             if value and c.get("limit") is not None:
                 value += f", limit {c.get('limit')}"
             value += ")" if value else ""
-            lines.append(f"  [{c.get('severity')}] {c.get('rule')}: {c.get('message')}{value}")
-            lines.append(f"      fix: {c.get('fix')}  (kb: {c.get('kb_id')})")
+            lines.append(f"  [{c.get('severity')}] {c.get('rule')}: {c.get('message')}{value} (kb: {c.get('kb_id')})")
     else:
         lines.append("Ascend checks: no findings")
     est = data.get("estimate")

@@ -11,11 +11,11 @@ Imports torch and triton: only the zygote and its children import this module.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
-import linecache
 import os
 import random
-import re
 import resource
 import shutil
 import signal
@@ -31,10 +31,12 @@ from typing import Any, NoReturn
 import torch
 
 from ascend_kernel_gym.evaluation import correctness as cx
+from ascend_kernel_gym.evaluation.errors import StageError, classify_exception, describe_exception
 from ascend_kernel_gym.evaluation.feedback import scrub_text
 from ascend_kernel_gym.evaluation.guard import SandboxGuard
 from ascend_kernel_gym.evaluation.job import Job
-from ascend_kernel_gym.evaluation.policy import COPY_TORCH_OPS
+from ascend_kernel_gym.evaluation.livecheck import check_live_paths
+from ascend_kernel_gym.evaluation.policy import DATA_TORCH_OPS, FILL_TORCH_OPS
 from ascend_kernel_gym.evaluation.recorder import Recorder
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalResult, Stage
 from ascend_kernel_gym.tasks.runtime import instantiate
@@ -66,16 +68,6 @@ ENV_KEEP = (
 )
 
 
-class StageError(Exception):
-    """Ends the evaluation with ``error_type`` (raised by the harness, never by candidates)."""
-
-    def __init__(self, error_type: ErrorType, message: str, **metrics: Any) -> None:
-        super().__init__(message)
-        self.error_type = error_type
-        self.message = message
-        self.metrics = metrics
-
-
 class ResultWriter:
     """Writes the one result message (length + JSON) to the zygote and ends the process."""
 
@@ -104,6 +96,8 @@ class _State:
     sandbox: str = ""
     candidate_file: str = ""
     recorder: Recorder | None = None
+    snapshot: LibrarySnapshot | None = None
+    redirect: Any = None
     t_stage: float = field(default_factory=time.perf_counter)
 
     def stage(self, stage: Stage) -> None:
@@ -254,20 +248,19 @@ class LibrarySnapshot:
         return spaces
 
     def _take(self) -> dict[tuple[str, str], int]:
-        ids = {}
+        ids: dict[tuple[str, str], int] = {}
         for label, space in self.namespaces.items():
             if isinstance(space, type):
-                # Classes: every public name, resolved statically along the MRO, so that an
-                # attribute added to torch.Tensor in front of an inherited method is seen too.
-                for name in dir(space):
-                    if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
-                        continue
-                    for klass in space.__mro__:
-                        if name in vars(klass):
-                            ids[(label, name)] = id(vars(klass)[name])
-                            break
+                # Classes: every public and dunder name along the MRO (first owner wins), so an
+                # attribute put on torch.Tensor in front of an inherited method is seen too.
+                for klass in space.__mro__:
+                    for name, value in klass.__dict__.items():
+                        key = (label, name)
+                        if key in ids or (name.startswith("_") and not name.endswith("__")):
+                            continue
+                        ids[key] = id(value)
             else:
-                for name, value in list(vars(space).items()):
+                for name, value in space.__dict__.items():
                     if not name.startswith("_") and callable(value):
                         ids[(label, name)] = id(value)
         return ids
@@ -289,108 +282,6 @@ def _global_hooks() -> list[str]:
             if isinstance(hooks, dict) and hooks:
                 found.append(f"torch.nn.modules.module.{name}")
     return found
-
-
-# --- exceptions ---------------------------------------------------------------------------------
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in seen and len(seen) < 8:
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    return seen
-
-
-_COMPILE_ERROR_NAMES = frozenset(
-    {
-        "CompilationError",
-        "CompileTimeAssertionFailure",
-        "UnsupportedLanguageConstruct",
-        "PTXASError",
-        "OutOfResources",
-        "MLIRCompilationError",
-    }
-)
-
-
-def classify_exception(exc: BaseException) -> ErrorType:
-    """Map an exception raised by candidate code to an error type."""
-    chain = _chain(exc)
-    for err in chain:
-        name = type(err).__name__
-        text = str(err).lower()
-        if isinstance(err, MemoryError) or name == "OutOfMemoryError":
-            return ErrorType.OOM
-        if "out of memory" in text or "can't allocate memory" in text or "cannot allocate memory" in text:
-            return ErrorType.OOM
-    for err in chain:
-        if type(err).__name__ in _COMPILE_ERROR_NAMES or type(err).__module__.startswith("triton.compiler"):
-            return ErrorType.COMPILE_ERROR
-    for err in chain:
-        if type(err).__name__ == "InterpreterError":
-            cause = err.__cause__
-            if cause is not None:
-                frames = traceback.extract_tb(cause.__traceback__)
-                if frames and f"{os.sep}triton{os.sep}language{os.sep}" in frames[-1].filename:
-                    return ErrorType.COMPILE_ERROR
-            return ErrorType.RUNTIME_ERROR
-    return ErrorType.RUNTIME_ERROR
-
-
-def describe_exception(exc: BaseException, candidate_file: str) -> str:
-    """One short text: the error, and where in the candidate's own code it happened."""
-    chain = _chain(exc)
-    root = chain[-1] if type(exc).__name__ == "InterpreterError" and len(chain) > 1 else exc
-    text = f"{type(root).__name__}: {root}".strip()
-    lines = text.splitlines()
-    if len(lines) > 30:
-        lines = [*lines[:30], f"[... {len(lines) - 30} more lines ...]"]
-    where: list[str] = []
-    for err in chain:
-        for frame in traceback.extract_tb(err.__traceback__):
-            if frame.filename == candidate_file:
-                entry = f"your code line {frame.lineno} (in {frame.name}): {(frame.line or '').strip()}"
-                if entry not in where:
-                    where.append(entry)
-    for err in chain:
-        located = compile_error_line(err, candidate_file)
-        if located:
-            where.append(located)
-            break
-    out = "\n".join(lines)
-    if where:
-        out += "\n" + "\n".join(where[-4:])
-    return out
-
-
-def compile_error_line(err: BaseException, candidate_file: str) -> str | None:
-    """For a Triton ``CompilationError`` (``at L:C`` relative to the kernel's ``def`` line): the
-    line of the candidate's file it points at."""
-    src, node = getattr(err, "src", None), getattr(err, "node", None)
-    lineno = getattr(node, "lineno", None)
-    if not isinstance(src, str) or not isinstance(lineno, int):
-        return None
-    match = re.search(r"^\s*def\s+(\w+)\s*\(", src, re.MULTILINE)
-    if match is None:
-        return None
-    file_lines = linecache.getlines(candidate_file) or _read_lines(candidate_file)
-    pattern = re.compile(rf"^\s*def\s+{re.escape(match.group(1))}\s*\(")
-    for index, line in enumerate(file_lines):
-        if pattern.match(line):
-            target = index + lineno
-            text = file_lines[target - 1].strip() if 0 < target <= len(file_lines) else ""
-            return f"your code line {target} (in {match.group(1)}, the Triton compiler's error): {text}"
-    return None
-
-
-def _read_lines(path: str) -> list[str]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.readlines()
-    except OSError:
-        return []
 
 
 # --- the evaluation -----------------------------------------------------------------------------
@@ -462,12 +353,14 @@ def _evaluate(state: _State) -> None:
     rng = random.Random(job.seed if job.seed is not None else int.from_bytes(os.urandom(8), "little"))
     init_seed = rng.getrandbits(31)
 
+    state.redirect = cx.device_redirect(device)
     # The reference is built before any candidate code runs (so a failure here is ours).
     try:
         torch.manual_seed(init_seed)
-        init_inputs = task_module.get_init_inputs()
+        with cx.device_redirect(device):
+            init_inputs = task_module.get_init_inputs()
         torch.manual_seed(init_seed + 1)
-        with device:
+        with device, cx.device_redirect(device):
             reference = task_module.Model(*init_inputs)
         reference = reference.to(device)
     except Exception as exc:  # noqa: BLE001
@@ -475,8 +368,12 @@ def _evaluate(state: _State) -> None:
             ErrorType.HARNESS_ERROR, f"the reference model could not be built: {type(exc).__name__}: {exc}"
         ) from None
 
+    check_live_paths(job.paths, job.escaping)
+    if job.backend == "interpreter":
+        _patch_autotune_for_interpreter()
     _settle_lazy_imports()
     snapshot = LibrarySnapshot()
+    state.snapshot = snapshot
 
     def on_violation(message: str) -> NoReturn:
         _apply_failure(state, StageError(ErrorType.SANDBOX_VIOLATION, f"sandbox: your code {message}"))
@@ -499,10 +396,10 @@ def _evaluate(state: _State) -> None:
         raise StageError(ErrorType.MISSING_MODEL_NEW, "ModelNew is not a class after your module ran")
     try:
         torch.manual_seed(init_seed + 1)
-        with device:
+        with device, cx.device_redirect(device):
             candidate = model_cls(*_copy_args(init_inputs))
         if isinstance(candidate, torch.nn.Module):
-            candidate = candidate.to(device)
+            candidate = torch.nn.Module.to(candidate, device)
     except BaseException as exc:  # noqa: BLE001 - candidate code
         raise StageError(_error_for(exc), "ModelNew(...) failed: " + describe_exception(exc, candidate_file)) from None
     if not callable(candidate):
@@ -511,10 +408,14 @@ def _evaluate(state: _State) -> None:
     _check_snapshot(snapshot)
 
     _run_correctness(state, task_module, reference, candidate, device, rng)
+    gc.enable()
     _check_snapshot(snapshot)
 
-    # --- optional Ascend hooks -------------------------------------------------------------
-    _run_ascend_hooks(state, task_module, candidate, device, rng)
+    # --- optional Ascend hooks (timed on their own: they are not the candidate's cost) ---------
+    state.stage(state.result.stage)
+    _run_ascend_hooks(state, task_module, reference, candidate, device, rng)
+    state.result.stage_durations["ascend_hooks"] = round(time.perf_counter() - state.t_stage, 4)
+    state.t_stage = time.perf_counter()
     _check_snapshot(snapshot)
 
     # --- performance ------------------------------------------------------------------------
@@ -523,6 +424,23 @@ def _evaluate(state: _State) -> None:
         _run_profiling(state, task_module, reference, candidate, device, rng)
         _check_snapshot(snapshot)
     state.stage(Stage.DONE)
+
+
+def _patch_autotune_for_interpreter() -> None:
+    """``@triton.autotune`` benchmarks with the device driver, which the interpreter has not: time
+    each configuration once with the wall clock instead (any choice is valid on a CPU)."""
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:  # pragma: no cover
+        return
+
+    def bench_once(kernel_call: Callable[[], Any], quantiles: Any = None, **_: Any) -> Any:
+        start = time.perf_counter()
+        kernel_call()
+        ms = (time.perf_counter() - start) * 1e3
+        return [ms] * len(quantiles) if quantiles else ms
+
+    Autotuner.do_bench = property(lambda self: getattr(self, "_do_bench", None) or bench_once)  # type: ignore[assignment]
 
 
 def _settle_lazy_imports() -> None:
@@ -600,11 +518,16 @@ def _copy_parameters(reference: Any, candidate: Any) -> None:
     if not isinstance(reference, torch.nn.Module) or not isinstance(candidate, torch.nn.Module):
         return
     source = reference.state_dict()
-    target = candidate.state_dict()
-    matching = {k: v for k, v in source.items() if k in target and tuple(target[k].shape) == tuple(v.shape)}
+    target = torch.nn.Module.state_dict(candidate)
+    # Copies, loaded through the base class: the candidate never holds the reference's own tensors.
+    matching = {
+        k: torch.Tensor.clone(torch.Tensor.detach(v))
+        for k, v in source.items()
+        if k in target and tuple(target[k].shape) == tuple(v.shape)
+    }
     if matching:
         with torch.no_grad():
-            candidate.load_state_dict(matching, strict=False)
+            torch.nn.Module.load_state_dict(candidate, matching, strict=False)
 
 
 def _check_snapshot(snapshot: LibrarySnapshot) -> None:
@@ -622,8 +545,9 @@ def _check_snapshot(snapshot: LibrarySnapshot) -> None:
 def _call_candidate(state: _State, candidate: Any, inputs: list[Any], first: bool) -> Any:
     recorder = state.recorder
     assert recorder is not None
+    gc.enable()
     try:
-        with torch.no_grad(), recorder.recording_forward() as stats:
+        with torch.no_grad(), state.redirect or contextlib.nullcontext(), recorder.recording_forward() as stats:
             out = candidate(*inputs)
         if state.job.backend in ("cuda", "npu"):
             getattr(torch, state.job.backend).synchronize()
@@ -633,6 +557,8 @@ def _call_candidate(state: _State, candidate: Any, inputs: list[Any], first: boo
         kind = classify_exception(exc)
         prefix = "the first call of ModelNew.forward failed: " if first else "ModelNew.forward failed: "
         raise StageError(kind, prefix + describe_exception(exc, state.candidate_file)) from None
+    if state.snapshot is not None:
+        _check_snapshot(state.snapshot)
     if stats.launches == 0:
         raise StageError(
             ErrorType.NO_KERNEL_LAUNCHED,
@@ -641,22 +567,43 @@ def _call_candidate(state: _State, candidate: Any, inputs: list[Any], first: boo
             "launched as kernel[grid](...) on every call",
         )
     bad_ops = sorted(op for op in stats.ops if not _allowed(op))
-    copies = sorted(op for op in stats.ops if op.startswith("aten.") and op[5:] in COPY_TORCH_OPS)
-    if copies and not bad_ops:
-        for tensor in _output_tensors(out):
-            if tensor.untyped_storage().nbytes() and tensor.untyped_storage().data_ptr() not in stats.arg_ptrs:
-                raise StageError(
-                    ErrorType.TORCH_FALLBACK,
-                    f"the output was produced by a PyTorch copy ({', '.join(copies)}), not written by one of your "
-                    "Triton kernels; write the final result (in its final layout) from your kernel",
-                )
     if bad_ops:
+        scalar_note = (
+            " (reading tensor values into Python, .item() / float(t), counts as computing)"
+            if any("_local_scalar_dense" in op for op in bad_ops)
+            else ""
+        )
         raise StageError(
             ErrorType.TORCH_FALLBACK,
             "PyTorch computed part of the result inside ModelNew.forward: "
             + ", ".join(f"{op} (x{stats.ops[op]})" for op in bad_ops[:12])
-            + ". Only allocation, views and copies may run outside your Triton kernels.",
+            + ". Only allocation, views and copies may run outside your Triton kernels"
+            + scalar_note
+            + ".",
         )
+    tensors = _output_tensors(out)
+    for tensor in tensors:
+        if object.__getattribute__(tensor, "__dict__"):
+            raise StageError(
+                ErrorType.WRONG_OUTPUT_TYPE,
+                "the output tensor carries Python attributes; return a plain tensor written by your kernel",
+            )
+    out_ptrs = {cx.storage_ptr(t) for t in tensors if t.device.type != "meta" and cx.storage_nbytes(t)}
+    for op, ptr, full in stats.writes:
+        if ptr not in out_ptrs:
+            continue
+        if op in DATA_TORCH_OPS:
+            raise StageError(
+                ErrorType.TORCH_FALLBACK,
+                f"the output's memory was filled by PyTorch (aten.{op}), not by one of your Triton kernels; write "
+                "the final result, in its final layout, from your kernel",
+            )
+        if op in FILL_TORCH_OPS and not full:
+            raise StageError(
+                ErrorType.TORCH_FALLBACK,
+                f"parts of the output were written by PyTorch (aten.{op} on a slice); write the result from your "
+                "kernel (filling the whole output before a kernel accumulates into it is fine)",
+            )
     return out
 
 
@@ -674,9 +621,21 @@ def _allowed(op: str) -> bool:
     return _is_allowed(op)
 
 
-def _run_reference(reference: Any, inputs: list[Any], backend: str) -> Any:
+def _run_reference(state: _State, reference: Any, inputs: list[Any]) -> Any:
+    """Run the reference, and keep candidate code from running until the candidate's next call.
+
+    Pending finalisers of candidate objects run first (``gc.collect``), the library snapshot is
+    checked, and the garbage collector stays off until the next candidate call, so a patch that
+    a candidate object installs or removes from a finaliser cannot act on the reference or the
+    checks.
+    """
+    backend = state.job.backend
+    gc.collect()
+    if state.snapshot is not None:
+        _check_snapshot(state.snapshot)
+    gc.disable()
     try:
-        with torch.no_grad():
+        with torch.no_grad(), state.redirect or contextlib.nullcontext():
             out = reference(*inputs)
         if backend in ("cuda", "npu"):
             getattr(torch, backend).synchronize()
@@ -723,7 +682,7 @@ def _run_correctness(
             again = _call_candidate(state, candidate, cx.clone_inputs(base), False)
             snap_again = cx.detach_copy(again)
         ref_inputs = cx.clone_inputs(base)
-        out_r = _run_reference(reference, ref_inputs, job.backend)
+        out_r = _run_reference(state, reference, ref_inputs)
         if distribution != "task" and not cx.all_finite(out_r):
             fallback_next = True  # this distribution breaks the reference: redo with the task's own
             continue
@@ -799,7 +758,7 @@ def _probe_input_independent(
     """After a first-trial mismatch: does the candidate ignore its inputs?"""
     base = cx.make_inputs(task_module, rng.getrandbits(62), "task", device)
     other_c = cx.detach_copy(_call_candidate(state, candidate, cx.clone_inputs(base), False))
-    other_r = _run_reference(reference, cx.clone_inputs(base), state.job.backend)
+    other_r = _run_reference(state, reference, cx.clone_inputs(base))
     return cx.outputs_identical(other_c, snap_c) and not cx.outputs_close(
         other_r, out_r, state.job.task.atol, state.job.task.rtol
     )
@@ -854,7 +813,7 @@ def _checked_pairs(
 
 
 def _run_ascend_hooks(
-    state: _State, task_module: Any, candidate: Any, device: torch.device, rng: random.Random
+    state: _State, task_module: Any, reference: Any, candidate: Any, device: torch.device, rng: random.Random
 ) -> None:
     job, result = state.job, state.result
     if job.ascend_checks == "off":
@@ -868,7 +827,7 @@ def _run_ascend_hooks(
             findings = ascend_checks.run_ascend_checks(
                 job.code, list(state.recorder.launches) if state.recorder else [], job.ascend_profile
             )  # type: ignore[union-attr]
-            result.ascend_checks = [dict(f) for f in findings]
+            result.ascend_checks = json.loads(json.dumps([dict(f) for f in findings], default=str))
         except Exception as exc:  # noqa: BLE001 - a bug in the checks must not fail the candidate
             result.warnings.append(f"Ascend checks could not run: {type(exc).__name__}: {str(exc)[:200]}")
         for finding in result.ascend_checks:
@@ -889,21 +848,21 @@ def _run_ascend_hooks(
         return
     try:
         inputs = cx.make_inputs(task_module, rng.getrandbits(62), "task", device)
-        with cost_model.instrument() as counters:
-            with torch.no_grad():
-                candidate(*inputs)
-        roofline = _task_roofline(job, inputs)
-        result.estimate = cost_model.estimate(counters, roofline, job.ascend_profile)
+        with cost_model.instrument() as counters, torch.no_grad():
+            candidate(*cx.clone_inputs(inputs))
+        roofline: dict[str, Any] | None
+        if hasattr(cost_model, "task_roofline"):
+            roofline = cost_model.task_roofline(reference, cx.clone_inputs(inputs), job.task.id)
+        else:
+            from ascend_kernel_gym.evaluation.profiling import min_bytes
+
+            roofline = {"min_bytes": min_bytes(inputs, [])}
+        estimate = cost_model.estimate(counters, roofline, job.ascend_profile)
+        result.estimate = json.loads(json.dumps(estimate, default=str))
     except StageError:
         raise
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - a bug in the cost model must not fail the candidate
         result.warnings.append(f"cost model could not run: {type(exc).__name__}: {str(exc)[:200]}")
-
-
-def _task_roofline(job: Job, inputs: list[Any]) -> dict[str, Any]:
-    from ascend_kernel_gym.evaluation.profiling import min_bytes
-
-    return {"task_id": job.task.id, "min_bytes": min_bytes(inputs, []), "dtype": job.task.dtype}
 
 
 # --- profiling ----------------------------------------------------------------------------------
@@ -918,14 +877,14 @@ def _run_profiling(
     atol, rtol = job.task.atol, job.task.rtol
     num_sets = 3
     sets = [cx.make_inputs(task_module, rng.getrandbits(62), "task", device) for _ in range(num_sets)]
-    ref_outs = [cx.detach_copy(_run_reference(reference, cx.clone_inputs(s), job.backend)) for s in sets]
+    ref_outs = [cx.detach_copy(_run_reference(state, reference, cx.clone_inputs(s))) for s in sets]
     cand_bufs = cx.clone_inputs(sets[0])
     ref_bufs = cx.clone_inputs(sets[0])
 
     def load(buffers: list[Any], k: int) -> None:
         for buf, src in zip(buffers, sets[k], strict=False):
             if isinstance(buf, torch.Tensor):
-                buf.copy_(src)
+                torch.Tensor.copy_(buf, src)
 
     def run_candidate(k: int) -> Callable[[], Any]:
         load(cand_bufs, k)
@@ -957,6 +916,7 @@ def _run_profiling(
                 warmup=job.profile_warmup,
                 rng=rng,
                 flush_bytes=profiling.FLUSH_BYTES if device.type != "cpu" else 1 << 20,
+                after_candidate=lambda: _check_snapshot(state.snapshot) if state.snapshot is not None else None,
             )
     except StageError:
         raise

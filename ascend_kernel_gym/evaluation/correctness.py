@@ -17,11 +17,13 @@ reference values must be matched exactly. The reported relative error is
 
 from __future__ import annotations
 
+import contextlib
 import random
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 DISTRIBUTIONS = ("task", "normal", "shifted", "uniform", "affine")
 
@@ -46,7 +48,7 @@ def _uniform(gen: torch.Generator, low: float, high: float) -> float:
 
 def perturb(value: Any, distribution: str, gen: torch.Generator) -> Any:
     """Replace a floating tensor by a draw from ``distribution`` (same shape, dtype, device)."""
-    if not isinstance(value, torch.Tensor) or not value.is_floating_point() or distribution == "task":
+    if not isinstance(value, torch.Tensor) or not torch.is_floating_point(value) or distribution == "task":
         return value
     shape, dtype, device = value.shape, value.dtype, value.device
 
@@ -68,13 +70,55 @@ def perturb(value: Any, distribution: str, gen: torch.Generator) -> Any:
     return out.to(dtype).contiguous()
 
 
+class _DeviceRedirect(TorchFunctionMode):
+    """Sends tensors that task (or candidate) code puts on another accelerator to ``device``.
+
+    KernelBench files written for CUDA call ``.cuda()`` or pass ``device="cuda"``; on the
+    interpreter (CPU) or an NPU those tensors go to the evaluator's device instead.
+    """
+
+    def __init__(self, device: torch.device) -> None:
+        super().__init__()
+        self.device = device
+
+    def _foreign(self, value: Any) -> bool:
+        if isinstance(value, (str, torch.device)):
+            try:
+                kind = torch.device(value).type
+            except (RuntimeError, ValueError):
+                return False
+            return kind in ("cuda", "npu") and kind != self.device.type
+        return False
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if func in _ACCELERATOR_METHODS and args and isinstance(args[0], torch.Tensor):
+            return torch.Tensor.to(args[0], self.device)
+        if self._foreign(kwargs.get("device")):
+            kwargs["device"] = self.device
+        if func is torch.Tensor.to and len(args) > 1 and self._foreign(args[1]):
+            args = (args[0], self.device, *args[2:])
+        return func(*args, **kwargs)
+
+
+_ACCELERATOR_METHODS = tuple(getattr(torch.Tensor, name) for name in ("cuda", "npu") if hasattr(torch.Tensor, name))
+
+
+def device_redirect(device: torch.device) -> Any:
+    """A context in which tensors meant for another accelerator land on ``device``."""
+    if device.type == "cuda":
+        return contextlib.nullcontext()
+    return _DeviceRedirect(device)
+
+
 def make_inputs(task_module: Any, seed: int, distribution: str, device: torch.device) -> list[Any]:
     """The task's inputs for one trial, on ``device``."""
     torch.manual_seed(seed)
     if device.type == "cpu":
-        inputs = task_module.get_inputs()
+        with device_redirect(device):
+            inputs = task_module.get_inputs()
     else:
-        with device:  # create directly on the device: a full-size CPU randn takes seconds
+        with device, device_redirect(device):  # create on the device: a full-size CPU randn takes seconds
             inputs = task_module.get_inputs()
     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
     if distribution == "task":
@@ -84,7 +128,20 @@ def make_inputs(task_module: Any, seed: int, distribution: str, device: torch.de
 
 
 def clone_inputs(inputs: list[Any]) -> list[Any]:
-    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    return [_TENSOR.clone(x) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+#: Tensor methods are called through the class: a candidate can shadow a method with an instance
+#: attribute on a tensor it returns or receives (``out.detach = ...``), never on the class.
+_TENSOR = torch.Tensor
+
+
+def storage_ptr(tensor: torch.Tensor) -> int:
+    return _TENSOR.untyped_storage(tensor).data_ptr()
+
+
+def storage_nbytes(tensor: torch.Tensor) -> int:
+    return _TENSOR.untyped_storage(tensor).nbytes()
 
 
 def storage_ptrs(values: Any) -> set[int]:
@@ -93,8 +150,8 @@ def storage_ptrs(values: Any) -> set[int]:
 
     def visit(v: Any) -> None:
         if isinstance(v, torch.Tensor):
-            if v.device.type != "meta" and v.untyped_storage().nbytes() > 0:
-                ptrs.add(v.untyped_storage().data_ptr())
+            if v.device.type != "meta" and storage_nbytes(v) > 0:
+                ptrs.add(storage_ptr(v))
         elif isinstance(v, (list, tuple)):
             for item in v:
                 visit(item)
@@ -102,7 +159,7 @@ def storage_ptrs(values: Any) -> set[int]:
             for item in v.values():
                 visit(item)
         elif isinstance(v, torch.nn.Module):
-            for t in v.state_dict(keep_vars=True).values():
+            for t in torch.nn.Module.state_dict(v, keep_vars=True).values():
                 visit(t)
 
     visit(values)
@@ -148,6 +205,8 @@ def flatten_outputs(cand: Any, ref: Any) -> list[tuple[torch.Tensor, torch.Tenso
 
 
 def _kind(value: Any) -> str:
+    if type(value) is torch.Tensor:
+        return "a single torch.Tensor"
     if isinstance(value, torch.Tensor):
         return f"an instance of {type(value).__name__} (a tensor subclass)"
     if isinstance(value, (tuple, list)):
@@ -169,8 +228,8 @@ class Comparison:
 
 def compare(cand: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> Comparison:
     """Element-wise tolerance check in float64 (shapes must already match)."""
-    c = cand.detach().to(torch.float64)
-    r = ref.detach().to(device=c.device, dtype=torch.float64)
+    c = _TENSOR.detach(cand).to(torch.float64)
+    r = _TENSOR.detach(ref).to(device=c.device, dtype=torch.float64)
     if c.numel() == 0:
         return Comparison(True, 0.0, 0.0)
     finite_r = torch.isfinite(r)
@@ -235,7 +294,7 @@ def outputs_identical(a: Any, b: Any) -> bool:
         return False
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    if a.is_floating_point():
+    if torch.is_floating_point(a):
         return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
     return bool(torch.equal(a, b))
 
@@ -243,7 +302,7 @@ def outputs_identical(a: Any, b: Any) -> bool:
 def all_finite(value: Any) -> bool:
     if isinstance(value, (tuple, list)):
         return all(all_finite(v) for v in value)
-    if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
+    if isinstance(value, torch.Tensor) and (torch.is_floating_point(value) or torch.is_complex(value)):
         return bool(torch.isfinite(value).all())
     return True
 
@@ -251,7 +310,7 @@ def all_finite(value: Any) -> bool:
 def detach_copy(value: Any) -> Any:
     """A private copy of an output (so later calls cannot change what we compare)."""
     if isinstance(value, torch.Tensor):
-        return value.detach().clone()
+        return _TENSOR.clone(_TENSOR.detach(value))
     if isinstance(value, (tuple, list)):
         return type(value)(detach_copy(v) for v in value)
     return value

@@ -12,11 +12,12 @@ count, per launch and per program,
   ops and elements consumed by reductions and scans (index and mask arithmetic included);
 - programs launched, the grid, ``num_warps`` and the bytes of the launch's tensor arguments.
 
-With ``max_programs`` only a sample of the programs of a large grid runs (evenly spaced linear
-program ids, always the first and the last) and the counts are extrapolated:
-``total = c(last) + (P - 1) / (n - 1) * sum(c(sampled programs except the last))``. This is exact
-when all programs but the last do the same work (uniform grids with a masked tail); otherwise
-the error is the sampling error of a mean over evenly spaced programs (docs/ascend.md).
+With ``max_programs = n`` only a sample of the programs of a large grid runs (``n - 1`` linear
+program ids evenly spaced over ``[0, P - 2]``, plus the last program ``P - 1``) and the counts are
+extrapolated: ``total = c(last) + (P - 1) / (n - 1) * sum(c(the other sampled programs))``. This is
+exact when all programs but the last do the same work (uniform grids with a masked tail) and,
+up to the rounding of the sample positions, when the work grows linearly with the program id
+(causal attention); otherwise it is the error of a mean over evenly spaced programs (docs/ascend.md).
 Sampled runs leave the kernel's outputs partly unwritten: they are for estimates only.
 
 Estimating (:func:`estimate`): the per-launch formula is in :func:`_launch_time` and in
@@ -51,6 +52,7 @@ __all__ = [
     "KernelCounters",
     "LaunchCounters",
     "estimate",
+    "estimate_in_process",
     "estimate_kernel",
     "estimate_variants",
     "instrument",
@@ -61,7 +63,16 @@ __all__ = [
 
 LABEL = "estimate"
 _RESULT_MARK = "AKG_COST_MODEL_RESULT "
-_FIELDS = ("bytes_loaded", "bytes_stored", "memops", "dot_flops_16", "dot_flops_32", "vector_ops", "atomic_ops")
+_FIELDS = (
+    "bytes_loaded",
+    "bytes_stored",
+    "memops",
+    "dot_flops_16",
+    "dot_flops_32",
+    "vector_ops",
+    "atomic_ops",
+    "dot_flops_ieee",
+)
 
 
 # ----------------------------------------------------------------------------- counters
@@ -82,6 +93,8 @@ class LaunchCounters:
     memops: float = 0.0
     dot_flops_16: float = 0.0
     dot_flops_32: float = 0.0
+    #: fp32 dots with ``input_precision="ieee"`` (CUDA cores on a GPU, not tensor cores)
+    dot_flops_ieee: float = 0.0
     vector_ops: float = 0.0
     atomic_ops: float = 0.0
 
@@ -95,7 +108,7 @@ class LaunchCounters:
 
     @property
     def dot_flops(self) -> float:
-        return self.dot_flops_16 + self.dot_flops_32
+        return self.dot_flops_16 + self.dot_flops_32 + self.dot_flops_ieee
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -119,7 +132,7 @@ class KernelCounters:
 
     @property
     def dot_flops(self) -> float:
-        return self.total("dot_flops_16") + self.total("dot_flops_32")
+        return self.total("dot_flops_16") + self.total("dot_flops_32") + self.total("dot_flops_ieee")
 
     @property
     def programs(self) -> int:
@@ -138,22 +151,28 @@ class KernelCounters:
 
 
 def sample_program_ids(programs: int, max_programs: int | None) -> list[int] | None:
-    """Linear program ids to run (evenly spaced, first and last included); ``None`` = all."""
+    """Linear program ids to run; ``None`` = all.
+
+    ``max_programs - 1`` ids evenly spaced over ``[0, programs - 2]`` plus the last program, which
+    often differs (a masked tail) and is extrapolated separately (:func:`extrapolate`).
+    """
     if programs < 0:
         raise ValueError(f"programs must be >= 0, got {programs}")
     if max_programs is None or programs <= max_programs:
         return None
     if max_programs < 2:
         raise ValueError(f"max_programs must be >= 2 to sample, got {max_programs}")
-    n = max_programs
-    return sorted({round(i * (programs - 1) / (n - 1)) for i in range(n)})
+    n = max_programs - 1
+    span = programs - 2
+    body = {round(i * span / (n - 1)) for i in range(n)} if n > 1 else {0}
+    return sorted(body | {programs - 1})
 
 
 def extrapolate(samples: list[tuple[int, list[float]]], programs: int) -> list[float]:
     """Totals over ``programs`` programs from per-program counts of a sample (see module doc)."""
-    width = len(_FIELDS)
     if not samples:
-        return [0.0] * width
+        return [0.0] * len(_FIELDS)
+    width = len(samples[0][1])
     ran = {idx for idx, _ in samples}
     if len(ran) >= programs:
         return [sum(c[i] for _, c in samples) for i in range(width)]
@@ -317,7 +336,14 @@ def instrument(max_programs: int | None = None) -> Iterator[KernelCounters]:
                     batch = math.prod(sa[:-2]) if len(sa) > 2 else 1
                     flops = 2.0 * batch * sa[-2] * sa[-1] * sb[-1]
                     wide = max(_elem_bytes(a), _elem_bytes(b)) >= 4
-                    state.add(4 if wide else 3, flops)
+                    precision = rest[1] if len(rest) > 1 else kw.get("input_precision")
+                    name = str(getattr(precision, "name", precision) or "").upper()
+                    if not wide:
+                        state.add(3, flops)
+                    elif "IEEE" in name:
+                        state.add(7, flops)
+                    else:  # tf32 (x3 passes for tf32x3)
+                        state.add(4, flops * (3.0 if "X3" in name else 1.0))
             return original(self, a, b, *rest, **kw)
 
         return create_dot
@@ -418,6 +444,20 @@ def instrument(max_programs: int | None = None) -> Iterator[KernelCounters]:
 
         return __call__
 
+    interpreted: dict[int, Any] = {}
+
+    def interpretable_jit(original: Any) -> Any:
+        # A process that imported triton without TRITON_INTERPRET has JITFunction objects for
+        # triton.language's own @jit helpers (tl.sum, tl.cdiv, ...), which refuse to be called from
+        # an interpreted kernel; run them through the interpreter instead, as interpret mode does.
+        def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N807
+            fn = interpreted.get(id(self))
+            if fn is None:
+                fn = interpreted[id(self)] = interp.InterpretedFunction(self.fn)
+            return fn(*args, **kwargs)
+
+        return __call__
+
     def suspending(original: Any) -> Any:
         def method(*args: Any, **kwargs: Any) -> Any:
             state.suspended += 1
@@ -440,6 +480,12 @@ def instrument(max_programs: int | None = None) -> Iterator[KernelCounters]:
         if hasattr(interp, "ReduceScanOpInterface"):
             patch(interp.ReduceScanOpInterface, "apply", counting_reduce)
         patch(interp.GridExecutor, "__call__", executor_call)
+        try:
+            from triton.runtime.jit import JITFunction
+
+            patch(JITFunction, "__call__", interpretable_jit)
+        except ImportError:  # pragma: no cover
+            pass
         try:
             from triton.runtime.autotuner import Autotuner
 
@@ -619,11 +665,12 @@ def _launch_time(launch: LaunchCounters, chip: ChipProfile) -> dict[str, Any]:
     memory tiles in flight per core, and takes::
 
         mem  = q * B / (c * min(BWcore, k * tile / (latency + tile / BWcore)))   BWcore = BW / cores
-        dot  = q * (F16 / peak + F32 / (peak * dot_fp32_rate)) / (c / cores)
+        dot  = q * (F16 / peak + F32 / (peak * dot_fp32_rate) + Fieee / (peak * dot_fp32_ieee_rate)) / (c / cores)
         vec  = q * V / (peak_vector * c / cores)
         wave = max(mem, dot, vec) + round_overhead
 
-    where ``B, F16, F32, V`` are per-program means and ``tile = bytes / memops``; bytes that
+    where ``B, F16, F32, Fieee, V`` are per-program means (Fieee: fp32 dots with
+    ``input_precision='ieee'``) and ``tile = bytes / memops``; bytes that
     re-read data already read in the launch (``bytes - arg_bytes``) count at HBM/L2 cost ratio.
     The launch takes ``launch_overhead + sum(waves)``.
     """
@@ -642,7 +689,12 @@ def _launch_time(launch: LaunchCounters, chip: ChipProfile) -> dict[str, Any]:
     per_prog_bytes = hbm_equiv / programs
     tile = moved / launch.memops if launch.memops else 0.0
     peak = chip.peak_dot_tflops * 1e6  # flop per microsecond
-    per_prog_dot_us = (launch.dot_flops_16 / peak + launch.dot_flops_32 / (peak * chip.dot_fp32_rate)) / programs
+    ieee_rate = chip.dot_fp32_ieee_rate or chip.dot_fp32_rate
+    per_prog_dot_us = (
+        launch.dot_flops_16 / peak
+        + launch.dot_flops_32 / (peak * chip.dot_fp32_rate)
+        + launch.dot_flops_ieee / (peak * ieee_rate)
+    ) / programs
     per_prog_vec_us = launch.vector_ops / (chip.peak_vector_tflops * 1e6) / programs
 
     def wave(q: int) -> tuple[float, float, float]:
@@ -713,8 +765,10 @@ def _reference_ms(roofline: dict[str, Any] | None, chip: ChipProfile) -> float |
     peak = chip.peak_dot_tflops * 1e12
     total_s = 0.0
     for _name, moved, flops, wide in ops:
-        rate = peak * (chip.dot_fp32_rate if wide else 1.0)
-        total_s += chip.launch_overhead_us * 1e-6 + max(float(moved) / bw, float(flops) / rate)
+        # eager PyTorch runs fp32 matmuls in full fp32 by default (no TF32)
+        rate = peak * ((chip.dot_fp32_ieee_rate or chip.dot_fp32_rate) if wide else 1.0)
+        overhead_s = (chip.launch_overhead_us + chip.round_overhead_us + chip.mem_latency_us) * 1e-6
+        total_s += overhead_s + max(float(moved) / bw, float(flops) / rate)
     return total_s * 1e3
 
 
@@ -774,7 +828,7 @@ def estimate(
     if ref_ms is not None:
         assumptions.append(
             "est_speedup compares with an idealised eager PyTorch reference: each ATen operator at its own "
-            "roofline plus one launch overhead"
+            "roofline plus one launch overhead, one round overhead and one memory latency"
         )
     if any(launch.sampled for launch in counters.launches):
         assumptions.append("large grids were sampled: counts extrapolated from evenly spaced programs")
@@ -940,8 +994,7 @@ def _run_estimates(payload: dict[str, Any]) -> list[dict[str, Any]]:
 
     import torch
 
-    from ascend_kernel_gym.evaluation.ascend_checks import _exec_candidate
-    from ascend_kernel_gym.tasks.runtime import exec_source, instantiate
+    from ascend_kernel_gym.tasks.runtime import instantiate
 
     torch.set_num_threads(max(1, int(payload.get("threads") or 1)))
     task = payload["task"]
@@ -958,17 +1011,10 @@ def _run_estimates(payload: dict[str, Any]) -> list[dict[str, Any]]:
     for code in payload["codes"]:
         start = time.perf_counter()
         try:
-            module = _exec_candidate(code, exec_source)
             torch.manual_seed(seed + 2)
-            candidate = module.ModelNew(*init)
-            _copy_parameters(reference, candidate)
-            with torch.no_grad(), instrument(payload.get("max_programs")) as counters:
-                candidate(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
-            result = estimate(counters, roof, chip)
-            result["counters"] = counters.to_dict()
-            if roof is not None:
-                result["min_bytes"] = roof["min_bytes"]
-                result["min_flops"] = roof["min_flops_16"] + roof["min_flops_32"]
+            result = estimate_in_process(
+                code, init, inputs, chip, reference=reference, roofline=roof, max_programs=payload.get("max_programs")
+            )
         except Exception as exc:  # noqa: BLE001 - one failing candidate does not stop the others
             result = {
                 "label": LABEL,
@@ -979,6 +1025,85 @@ def _run_estimates(payload: dict[str, Any]) -> list[dict[str, Any]]:
         result["seconds"] = round(time.perf_counter() - start, 3)
         results.append(result)
     return results
+
+
+def estimate_in_process(
+    code: str,
+    init_inputs: list[Any],
+    inputs: list[Any],
+    chip: str | ChipProfile = "910B3",
+    *,
+    reference: Any = None,
+    roofline: dict[str, Any] | None = None,
+    max_programs: int | None = 64,
+    filename: str | None = None,
+) -> dict[str, Any]:
+    """Estimate a candidate in this process by re-executing its source under Triton's interpreter.
+
+    For evaluator children on CUDA / NPU (the candidate's compiled kernels are left alone): the
+    source is executed again as a fresh module with ``TRITON_INTERPRET=1`` set while its
+    ``@triton.jit`` decorators run (Triton reads the variable when decorating), ``ModelNew`` is
+    built from ``init_inputs`` (parameters copied from ``reference`` where names and shapes
+    match) and called once on CPU copies of ``inputs`` inside :func:`instrument`. Needs a Triton
+    whose ``jit`` honours the variable at decoration time (checked: triton 3.6 and 3.9).
+
+    Args:
+        code: the candidate source.
+        init_inputs: ``get_init_inputs()`` of the task.
+        inputs: one set of ``get_inputs()`` (any device; copied to the CPU).
+        chip: chip profile of the estimate.
+        reference: the task's model, for parameters and (without ``roofline``) the roofline.
+        roofline: a precomputed :func:`task_roofline` (else computed from ``reference`` if given).
+        max_programs: programs run per launch before sampling.
+        filename: execute from this file (default: a temporary copy of ``code``).
+
+    Returns:
+        :func:`estimate`'s dict plus ``counters`` (and ``min_bytes`` / ``min_flops`` with a roofline).
+    """
+    import torch
+
+    from ascend_kernel_gym.evaluation.ascend_checks import _exec_candidate
+    from ascend_kernel_gym.tasks.runtime import exec_source
+
+    def to_cpu(value: Any) -> Any:
+        return value.detach().to("cpu").clone() if isinstance(value, torch.Tensor) else value
+
+    cpu_inputs = [to_cpu(x) for x in inputs]
+    cpu_init = [to_cpu(x) for x in init_inputs]
+    previous = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        if filename is not None:
+            import uuid
+
+            module = exec_source(code, f"akg_interp_{uuid.uuid4().hex[:12]}", filename)
+            sys.modules[module.__name__] = module
+        else:
+            module = _exec_candidate(code, exec_source)
+        candidate = module.ModelNew(*cpu_init)
+        ref_cpu = None
+        if reference is not None:
+            import copy
+
+            ref_cpu = copy.deepcopy(reference).to("cpu") if isinstance(reference, torch.nn.Module) else reference
+            if isinstance(candidate, torch.nn.Module):
+                candidate = candidate.to("cpu")
+            _copy_parameters(ref_cpu, candidate)
+        if roofline is None and ref_cpu is not None:
+            roofline = task_roofline(ref_cpu, cpu_inputs)
+        with torch.no_grad(), instrument(max_programs) as counters:
+            candidate(*cpu_inputs)
+    finally:
+        if previous is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = previous
+    result = estimate(counters, roofline, chip)
+    result["counters"] = counters.to_dict()
+    if roofline is not None and "min_flops_16" in roofline:
+        result["min_bytes"] = roofline["min_bytes"]
+        result["min_flops"] = roofline["min_flops_16"] + roofline.get("min_flops_32", 0.0)
+    return result
 
 
 def _copy_parameters(reference: Any, candidate: Any) -> None:

@@ -210,6 +210,8 @@ class Evaluator:
                 profile_warmup=self.profile_warmup,
                 static_warnings=list(report.warnings),
                 kernels=sorted(set(report.kernels)),
+                paths=sorted(report.paths),
+                escaping=sorted(report.escaping),
             )
             timeout = float(request.timeout_s or self.timeout_s)
             result = self._run_job(job, timeout, result)

@@ -104,6 +104,27 @@ def _first_lines(text: str, limit: int) -> str:
     return "\n".join(lines)
 
 
+def _group_notes(warnings: list[str]) -> list[str]:
+    """One note per Ascend rule (``ascend[rule] ...``), with a count of the repeats."""
+    notes: list[str] = []
+    counts: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for warning in warnings:
+        rule = warning[: warning.index("]") + 1] if warning.startswith("ascend[") and "]" in warning else None
+        if rule is None:
+            notes.append(warning)
+        elif rule in counts:
+            counts[rule] += 1
+        else:
+            counts[rule] = 0
+            first[rule] = len(notes)
+            notes.append(warning)
+    for rule, extra in counts.items():
+        if extra:
+            notes[first[rule]] += f" (and {extra} more like it)"
+    return notes
+
+
 def render_feedback(result: EvalResult, *, max_chars: int = MAX_FEEDBACK_CHARS) -> str:
     """The text the agent sees for ``result``: short, actionable, free of harness internals."""
     parts: list[str] = []
@@ -139,7 +160,7 @@ def render_feedback(result: EvalResult, *, max_chars: int = MAX_FEEDBACK_CHARS) 
         hint = _HINTS.get(kind)
         if hint:
             parts.append(hint)
-    notes = [w for w in result.warnings if w]
+    notes = _group_notes([w for w in result.warnings if w])
     if notes:
         parts.append("Notes:\n" + "\n".join(f"- {w}" for w in notes[:6]))
     text = scrub_text("\n".join(parts))

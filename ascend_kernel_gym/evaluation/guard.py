@@ -12,8 +12,14 @@ Policy (the static stage already refuses the obvious spellings; this is the seco
   inside the child's temporary directory (which also holds ``TRITON_CACHE_DIR``) and ``/dev/null``;
 - threads: ``_thread.start_new_thread`` is replaced by a refusing version while candidate code is
   on the stack (Python 3.11 has no audit event for thread start);
-- ``ctypes``, ``exec``/``compile``, and attribute writes on library classes (``torch.Tensor.x = ...``)
-  are refused when the candidate itself is the caller.
+- introspection: ``sys._getframe``, reading ``tb_frame`` / ``gi_frame`` / ``f_code`` / ``__code__``,
+  ``exec`` / ``compile`` are refused when the Python frame that triggers them is the candidate's
+  (stdlib helpers such as ``dataclasses`` and ``namedtuple`` may still use them on its behalf);
+  ``gc.get_objects`` / ``get_referrers``, ``sys._current_frames``, ``sys.settrace`` /
+  ``setprofile``, ``ctypes`` and attribute writes on library classes are refused when the
+  nearest frame outside the standard library is the candidate's. Without frames, the harness's
+  own objects (its result, its recorder) stay out of reach;
+- limits: ``resource.setrlimit`` / ``prlimit`` are refused.
 
 A refusal calls ``on_violation(message)``, which reports ``sandbox_violation`` and ends the child
 with ``os._exit``: a candidate cannot catch it.
@@ -43,10 +49,10 @@ _PROCESS_EVENTS = frozenset(
         "os.setuid",
         "os.setgid",
         "os.chroot",
+        "resource.setrlimit",
+        "resource.prlimit",
     }
 )
-#: How subprocess.Popen starts a program; allowed only where Popen itself is (Triton's compiler calls).
-_LIBRARY_SPAWN_EVENTS = frozenset({"os.posix_spawn", "os.exec"})
 _FS_EVENTS = {
     # event: indexes of path arguments
     "os.remove": (0,),
@@ -70,15 +76,43 @@ _FS_EVENTS = {
     "shutil.chown": (0,),
 }
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-_CANDIDATE_ONLY_EVENTS = ("ctypes.", "exec", "compile", "code.__new__", "function.__new__")
+#: Refused when the Python frame that triggers them is the candidate's own code (stdlib helpers
+#: such as ``dataclasses`` and ``collections.namedtuple`` use exec / _getframe legitimately).
+_IMMEDIATE_EVENTS = frozenset(
+    {"exec", "compile", "code.__new__", "function.__new__", "sys._getframe", "sys._getframemodulename"}
+)
+#: Refused when the nearest frame outside the standard library is the candidate's.
+_NEAREST_EVENTS = frozenset(
+    {
+        "sys._current_frames",
+        "sys.settrace",
+        "sys.setprofile",
+        "sys.addaudithook",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "gc.freeze",
+    }
+)
+#: Attribute reads that hand out frames or code objects (audited as ``object.__getattr__``).
+_FRAME_ATTRS = frozenset(
+    {"gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "tb_frame", "f_code", "__code__"}
+)
 _WATCHED = frozenset(
-    {"open", "subprocess.Popen", "import", "object.__setattr__", "object.__delattr__", *_PROCESS_EVENTS, *_FS_EVENTS}
+    {
+        "open",
+        "subprocess.Popen",
+        "import",
+        "object.__setattr__",
+        "object.__delattr__",
+        "object.__getattr__",
+        *_PROCESS_EVENTS,
+        *_FS_EVENTS,
+        *_IMMEDIATE_EVENTS,
+        *_NEAREST_EVENTS,
+    }
 )
-_WATCHED_PREFIXES = ("socket.", *_CANDIDATE_ONLY_EVENTS)
-#: Frequent events that never matter (checked first, for speed).
-_IGNORED = frozenset(
-    {"object.__getattr__", "sys._getframe", "builtins.id", "marshal.loads", "os.listdir", "os.scandir"}
-)
+_WATCHED_PREFIXES = ("socket.", "ctypes.")
 
 
 def _stdlib_dirs() -> tuple[str, ...]:
@@ -113,42 +147,57 @@ class SandboxGuard:
         self.library_dirs = tuple(os.path.realpath(d) + os.sep for d in library_dirs)
         self.stdlib_dirs = _stdlib_dirs()
         self.own_file = os.path.realpath(__file__)
+        self._kinds: dict[str, str] = {}
         self._busy = False
         self.active = False
 
     # --- classification -------------------------------------------------------------------------
+    def _kind(self, filename: str) -> str:
+        """``candidate``, ``guard``, ``frozen``, ``stdlib``, ``library`` or ``other`` (cached)."""
+        kind = self._kinds.get(filename)
+        if kind is not None:
+            return kind
+        if filename == self.candidate_file:
+            kind = "candidate"
+        elif filename.startswith("<frozen"):
+            kind = "frozen"
+        elif filename.startswith("<"):
+            kind = "other"
+        else:
+            real = os.path.realpath(filename)
+            if real == self.own_file:
+                kind = "guard"
+            elif real.startswith(self.stdlib_dirs) and "site-packages" not in real:
+                kind = "stdlib"
+            elif real.startswith(self.library_dirs):
+                kind = "library"
+            else:
+                kind = "other"
+        self._kinds[filename] = kind
+        return kind
+
     def _caller(self) -> str:
-        """``candidate``, ``library`` or ``other`` for the nearest frame outside the stdlib."""
-        frame = sys._getframe(2)
+        """Kind of the nearest frame outside the guard, the import machinery and the stdlib."""
+        frame = sys._getframe(1)
         while frame is not None:
-            filename = frame.f_code.co_filename
-            if filename == self.candidate_file:
-                return "candidate"
-            if filename.startswith("<frozen") or filename == self.own_file:
-                frame = frame.f_back
-                continue
-            real = filename if filename.startswith("<") else os.path.realpath(filename)
-            if real.startswith(self.stdlib_dirs) and "site-packages" not in real:
-                frame = frame.f_back
-                continue
-            if real.startswith(self.library_dirs):
-                return "library"
-            return "other"
+            kind = self._kind(frame.f_code.co_filename)
+            if kind not in ("guard", "frozen", "stdlib"):
+                return kind
+            frame = frame.f_back
         return "other"
 
-    def _importer_is_candidate(self) -> bool:
-        """Whether the statement that triggered an import is in the candidate's own code."""
-        frame = sys._getframe(2)
+    def _immediate(self) -> str:
+        """Kind of the Python frame that triggered the event (the guard and importlib skipped)."""
+        frame = sys._getframe(1)
         while frame is not None:
-            filename = frame.f_code.co_filename
-            if filename.startswith("<frozen") or filename == self.own_file:
-                frame = frame.f_back
-                continue
-            return filename == self.candidate_file
-        return False
+            kind = self._kind(frame.f_code.co_filename)
+            if kind not in ("guard", "frozen"):
+                return kind
+            frame = frame.f_back
+        return "other"
 
     def _candidate_on_stack(self) -> bool:
-        frame = sys._getframe(2)
+        frame = sys._getframe(1)
         while frame is not None:
             if frame.f_code.co_filename == self.candidate_file:
                 return True
@@ -170,7 +219,7 @@ class SandboxGuard:
 
     # --- the hook -------------------------------------------------------------------------------
     def install(self) -> None:
-        """Install the audit hook (irreversible) and the thread-start refusal."""
+        """Install the audit hook (irreversible) and the thread-start and import refusals."""
         sys.addaudithook(self._hook)
         self._patch_threads()
         self._patch_import()
@@ -181,9 +230,12 @@ class SandboxGuard:
         self.on_violation(message)
 
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
-        if event in _IGNORED or not self.active or self._busy:
+        if self._busy or not self.active:
             return
-        if not (event in _WATCHED or event.startswith(_WATCHED_PREFIXES)):
+        if event == "object.__getattr__":
+            if len(args) < 2 or args[1] not in _FRAME_ATTRS:
+                return
+        elif not (event in _WATCHED or event.startswith(_WATCHED_PREFIXES)):
             return
         self._busy = True
         try:
@@ -198,19 +250,14 @@ class SandboxGuard:
                 isinstance(flags, int) and flags & _WRITE_FLAGS
             )
             if writing and not self._inside(path):
-                self._refuse(
-                    f"tried to open {os.fspath(path) if path is not None else '?'} for writing outside its directory"
-                )
+                shown = os.fspath(path) if isinstance(path, (str, bytes, os.PathLike)) else "?"
+                self._refuse(f"tried to open {shown} for writing outside its directory")
             return
         if event.startswith("socket."):
             self._refuse(f"tried to use the network ({event})")
             return
         if event in _PROCESS_EVENTS:
-            # subprocess.Popen may start the child with os.posix_spawn (Python >= 3.8 on Linux):
-            # the same library-caller rule as for the Popen event itself applies.
-            if event in _LIBRARY_SPAWN_EVENTS and self.backend != "interpreter" and self._caller() == "library":
-                return
-            self._refuse(f"tried to create or signal a process ({event})")
+            self._refuse(f"tried to create or signal a process or change its limits ({event})")
             return
         if event == "subprocess.Popen":
             executable = args[0] if args else "?"
@@ -226,7 +273,7 @@ class SandboxGuard:
                     return
             return
         if event == "import":
-            if not self._importer_is_candidate():
+            if self._immediate() != "candidate":
                 return
             from ascend_kernel_gym.evaluation.policy import ALLOWED_IMPORT_ROOTS, FORBIDDEN_MODULES
 
@@ -237,13 +284,22 @@ class SandboxGuard:
             return
         if event in ("object.__setattr__", "object.__delattr__"):
             target = args[0] if args else None
-            if isinstance(target, type) and self._caller() == "candidate":
+            if isinstance(target, type) and self._immediate() == "candidate":
                 owner = getattr(target, "__module__", "")
-                if owner != _candidate_module_name(self.candidate_file):
+                if owner != _CANDIDATE_MODULE:
                     self._refuse(f"tried to modify the library class {owner}.{target.__name__} (monkeypatching)")
             return
-        if event.startswith(_CANDIDATE_ONLY_EVENTS) and self._caller() == "candidate":
-            self._refuse(f"tried to use {event}")
+        if event == "object.__getattr__":
+            if self._immediate() == "candidate":
+                self._refuse(f"tried to read `.{args[1]}` (frames and code objects are off limits)")
+            return
+        if event in _IMMEDIATE_EVENTS:
+            if self._immediate() == "candidate":
+                self._refuse(f"tried to use {event}")
+            return
+        if event in _NEAREST_EVENTS or event.startswith("ctypes."):
+            if self._caller() == "candidate":
+                self._refuse(f"tried to use {event}")
 
     def _patch_import(self) -> None:
         """Check ``import`` statements in candidate code even for modules already in ``sys.modules``
@@ -258,10 +314,16 @@ class SandboxGuard:
         def guarded_import(
             name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
         ) -> Any:
-            if guard.active and sys._getframe(1).f_code.co_filename == guard.candidate_file:
-                root = name.split(".")[0]
-                if level or root not in ALLOWED_IMPORT_ROOTS or root in FORBIDDEN_MODULES:
-                    guard._refuse(f"tried to import the forbidden module {name}")
+            if guard.active and not guard._busy:
+                guard._busy = True
+                try:
+                    from_candidate = sys._getframe(1).f_code.co_filename == guard.candidate_file
+                finally:
+                    guard._busy = False
+                if from_candidate:
+                    root = name.split(".")[0]
+                    if level or root not in ALLOWED_IMPORT_ROOTS or root in FORBIDDEN_MODULES:
+                        guard._refuse(f"tried to import the forbidden module {name}")
             return original(name, globals, locals, fromlist, level)
 
         builtins.__import__ = guarded_import
@@ -274,9 +336,15 @@ class SandboxGuard:
 
         def make_refusing(original: Callable[..., Any]) -> Callable[..., Any]:
             def start(*args: Any, **kwargs: Any) -> Any:
-                if guard.active and guard._candidate_on_stack():
-                    allowed = guard.backend != "interpreter" and guard._caller() == "library"
-                    if not allowed:
+                if guard.active and not guard._busy:
+                    guard._busy = True
+                    try:
+                        refuse = guard._candidate_on_stack() and not (
+                            guard.backend != "interpreter" and guard._caller() == "library"
+                        )
+                    finally:
+                        guard._busy = False
+                    if refuse:
                         guard._refuse("tried to start a thread")
                 return original(*args, **kwargs)
 
@@ -295,7 +363,3 @@ class SandboxGuard:
 
 
 _CANDIDATE_MODULE = "akg_candidate"
-
-
-def _candidate_module_name(_candidate_file: str) -> str:
-    return _CANDIDATE_MODULE

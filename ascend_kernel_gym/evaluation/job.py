@@ -28,6 +28,10 @@ class Job:
     profile_warmup: int = 3
     static_warnings: list[str] = field(default_factory=list)
     kernels: list[str] = field(default_factory=list)
+    #: dotted paths the static stage resolved (the child checks them against the live modules)
+    paths: list[str] = field(default_factory=list)
+    #: imported names used as values; the child refuses the ones that are modules
+    escaping: list[str] = field(default_factory=list)
     warm_cache: str | None = None
     torch_threads: int = 1
     #: Test hook: run the profiling stage on the interpreter with wall-clock timers and a small

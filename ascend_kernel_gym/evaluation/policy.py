@@ -87,6 +87,48 @@ FORBIDDEN_MODULES: frozenset[str] = frozenset(
         "dill",
         "cloudpickle",
         "ascend_kernel_gym",
+        "pkgutil",
+        "np",
+        "posix",
+        "nt",
+        "_io",
+        "_imp",
+        "_posixsubprocess",
+        "_ctypes",
+        "_socket",
+        "_signal",
+        "_weakref",
+        "_frozen_importlib",
+        "_frozen_importlib_external",
+        "zipimport",
+        "logging",
+    }
+)
+
+#: Attribute names refused on *any* object, resolvable or not: names of dangerous modules (an
+#: alias the resolver cannot follow, ``[torch][0].sys``, still spells ``.sys``) and interpreter
+#: internals. ``getattr(x, "<name>")`` with such a literal is refused too.
+FORBIDDEN_ATTR_NAMES: frozenset[str] = frozenset(
+    {
+        *(m for m in FORBIDDEN_MODULES if m not in ("time", "random", "types", "code", "io", "select", "signal")),
+        "_getframe",
+        "_current_frames",
+        "settrace",
+        "setprofile",
+        "get_type_hints",
+        "singledispatch",
+        "singledispatchmethod",
+        "from_file",
+        "load_library",
+        "resolve_name",
+        "import_module",
+        "default_generator",
+        "initial_seed",
+        "get_rng_state",
+        "set_rng_state",
+        "CUDAGraph",
+        "NPUGraph",
+        "make_graphed_callables",
     }
 )
 
@@ -138,6 +180,16 @@ FORBIDDEN_PATHS: dict[str, str] = {
     "torch.nn.modules": "global module hooks (torch.nn.modules.module.register_module_*) are not allowed",
     "torch.cuda.set_per_process_memory_fraction": "changing the memory cap is not allowed",
     "torch.profiler": "profiling is the harness's job",
+    "torch.package": "torch.package reads and writes archives",
+    "torch.onnx": "exporting models writes files",
+    "torch.classes": "loading custom classes is not allowed",
+    "torch.monitor": "torch.monitor is not allowed",
+    "torch.from_file": "mapping files into tensors is not allowed",
+    "torch.futures": "asynchronous work is not allowed",
+    "typing.get_type_hints": "evaluating annotations runs code the checker cannot see",
+    "typing_extensions.get_type_hints": "evaluating annotations runs code the checker cannot see",
+    "functools.singledispatch": "singledispatch evaluates annotations",
+    "functools.singledispatchmethod": "singledispatch evaluates annotations",
     "torch.autograd.profiler": "profiling is the harness's job",
     "triton.runtime.interpreter": "triton.runtime internals are not allowed",
     "triton.runtime.jit": "triton.runtime internals are not allowed",
@@ -154,10 +206,10 @@ FORBIDDEN_PATHS: dict[str, str] = {
     "triton.instrumentation": "Triton instrumentation is not allowed",
 }
 
-#: Allowed operators that copy data. When one of them ran in ``forward``, every output must be
-#: memory that one of the candidate's kernels received as an argument (so ``x.t().contiguous()``
-#: after a decoy launch is PyTorch doing the work, not the kernel).
-COPY_TORCH_OPS: frozenset[str] = frozenset(
+#: Allowed operators that carry data. None of them may produce or write the memory of an output
+#: (``x.transpose(1, 2).contiguous()`` or ``out.copy_(...)`` after a decoy launch, or
+#: ``torch.tensor(python_list)``, is PyTorch / Python doing the work, not the kernel).
+DATA_TORCH_OPS: frozenset[str] = frozenset(
     {
         "clone",
         "copy_",
@@ -169,8 +221,12 @@ COPY_TORCH_OPS: frozenset[str] = frozenset(
         "stack",
         "pad",
         "constant_pad_nd",
+        "lift_fresh",
+        "lift_fresh_copy",
     }
 )
+#: Allowed operators that initialise memory: on an output only over its whole storage.
+FILL_TORCH_OPS: frozenset[str] = frozenset({"fill_", "zero_"})
 
 #: Names of builtins a candidate may not use at all (not even reference).
 FORBIDDEN_BUILTINS: dict[str, str] = {
@@ -197,6 +253,9 @@ FORBIDDEN_BUILTINS: dict[str, str] = {
 #: ``getattr`` / ``setattr`` / ``hasattr`` are allowed only as direct calls with a literal
 #: attribute name; passing them around as values (``functools.reduce(getattr, ...)``) is refused.
 ATTR_BUILTINS: frozenset[str] = frozenset({"getattr", "setattr", "hasattr"})
+
+#: Dunder *names* (not attributes) a candidate may use; ``__builtins__`` and the rest are refused.
+SAFE_DUNDER_NAMES: frozenset[str] = frozenset({"__name__", "__doc__", "__file__"})
 
 #: Dunder attribute names that may be read (everything else ``__x__`` is refused).
 SAFE_DUNDER_ATTRS: frozenset[str] = frozenset(
@@ -363,8 +422,6 @@ ALLOWED_TORCH_OPS: frozenset[str] = frozenset(
         "is_contiguous",
         "is_same_size",
         "is_nonzero",
-        "_local_scalar_dense",
-        "item",
         "result_type",
         "_has_compatible_shallow_copy_type",
         "record_stream",

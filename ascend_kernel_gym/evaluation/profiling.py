@@ -11,6 +11,8 @@ Protocol (one child, after correctness passed):
 - each timed call is ``start.record(); fn(); device.synchronize(); end.record();
   end.synchronize()``: the device-wide synchronize makes work the candidate put on side streams
   count, at the price of a small constant (the same for both models);
+- after the candidate's call in some random rounds the harness checks the library snapshot
+  (untimed), so a patch that would slow the reference down is caught;
 - a few rounds chosen at random are *audit* rounds: the candidate runs untimed with the
   operator / launch recorder on and its output is checked against the reference output of
   that input set, so switching behaviour once timing starts is caught;
@@ -99,6 +101,8 @@ def time_side_by_side(
     audit_rounds: int = 5,
     rng: random.Random,
     flush_bytes: int = FLUSH_BYTES,
+    after_candidate: Callable[[], None] | None = None,
+    check_rounds: int = 10,
 ) -> TimingResult:
     """Time both models; ``run_*(k)`` load input set ``k`` then call the model (load is untimed).
 
@@ -112,6 +116,7 @@ def time_side_by_side(
         run_reference(i % num_sets)()
     dev.synchronize()
     audit_at = set(rng.sample(range(reps), min(audit_rounds, reps)))
+    check_at = set(rng.sample(range(reps), min(check_rounds, reps)))
     cand_times: list[float] = []
     ref_times: list[float] = []
     for rep in range(reps):
@@ -131,6 +136,8 @@ def time_side_by_side(
             end.synchronize()
             elapsed = float(start.elapsed_time(end))
             (cand_times if which == "cand" else ref_times).append(elapsed)
+            if which == "cand" and after_candidate is not None and (rep in check_at or rep in audit_at):
+                after_candidate()  # untimed: e.g. the library snapshot, before the reference runs
         if rep in audit_at:
             audit(k)
     del flush

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ascend_kernel_gym.evaluation.policy import ALLOWED_TORCH_OPS
+from ascend_kernel_gym.evaluation.policy import ALLOWED_TORCH_OPS, DATA_TORCH_OPS, FILL_TORCH_OPS
 from ascend_kernel_gym.evaluation.result import LaunchRecord
 
 MAX_LAUNCH_RECORDS = 64
@@ -66,8 +66,9 @@ class Recorder:
         self.launches: list[LaunchRecord] = []
         self.launch_count = 0
         self.ops: Counter[str] = Counter()
-        #: storages of tensors passed to the candidate's kernels during the current forward call
-        self.arg_ptrs: set[int] = set()
+        #: (operator, storage pointer, covers the whole storage) for data-carrying and filling
+        #: operators during the current forward call
+        self.writes: list[tuple[str, int, bool]] = []
         self._installed = False
 
     # --- patches --------------------------------------------------------------------------------
@@ -163,9 +164,6 @@ class Recorder:
         self, python_fn: Any, bound: dict[str, Any], grid: tuple[int, ...], kwargs: dict[str, Any]
     ) -> None:
         self.launch_count += 1
-        for value in bound.values():
-            if isinstance(value, torch.Tensor) and value.device.type != "meta":
-                self.arg_ptrs.add(value.untyped_storage().data_ptr())
         if len(self.launches) >= MAX_LAUNCH_RECORDS:
             return
         params = inspect.signature(python_fn).parameters
@@ -198,7 +196,7 @@ class Recorder:
         """Record launches and operators for one call of the candidate's forward."""
         stats = _CallStats(self.launch_count, Counter(self.ops))
         mode = _OpRecordingMode(self)
-        self.arg_ptrs = set()
+        self.writes = []
         self.recording = True
         try:
             with mode:
@@ -207,11 +205,31 @@ class Recorder:
             self.recording = False
             stats.launches = self.launch_count - stats.launches_before
             stats.ops = self.ops - stats.ops_before
-            stats.arg_ptrs = set(self.arg_ptrs)
+            stats.writes = list(self.writes)
+
+    def active(self) -> bool:
+        return self.recording and not self._suspended
 
     def record_op(self, name: str) -> None:
         if self.recording and not self._suspended:
             self.ops[name] += 1
+
+    def record_write(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+        """Remember which storages a data-carrying or filling operator produced or wrote."""
+        name = op.partition(".")[2]
+        if name not in DATA_TORCH_OPS and name not in FILL_TORCH_OPS:
+            return
+        if "out" in kwargs:
+            targets = kwargs["out"]
+        elif name.endswith("_") and args:
+            targets = args[0]
+        else:
+            targets = out
+        for tensor in targets if isinstance(targets, (tuple, list)) else [targets]:
+            if isinstance(tensor, torch.Tensor) and tensor.device.type != "meta":
+                storage = torch.Tensor.untyped_storage(tensor)
+                full = tensor.numel() * tensor.element_size() >= storage.nbytes()
+                self.writes.append((name, storage.data_ptr(), full))
 
     def disallowed_ops(self) -> list[str]:
         """Operators seen during forward that compute (not allocation, view, metadata or copy)."""
@@ -224,7 +242,7 @@ class _CallStats:
         self.ops_before = ops_before
         self.launches = 0
         self.ops: Counter[str] = Counter()
-        self.arg_ptrs: set[int] = set()
+        self.writes: list[tuple[str, int, bool]] = []
 
 
 def _is_allowed(op: str) -> bool:
@@ -241,5 +259,11 @@ class _OpRecordingMode(TorchDispatchMode):
         packet = getattr(func, "overloadpacket", None)
         name = getattr(packet, "__name__", None) or str(func).split(".")[1]
         namespace = getattr(func, "namespace", None) or str(func).split(".")[0]
-        self._recorder.record_op(f"{namespace}.{name}")
-        return func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if self._recorder.active():
+            op = f"{namespace}.{name}"
+            self._recorder.record_op(op)
+            if namespace == "aten":
+                self._recorder.record_write(op, args, kwargs, out)
+        return out

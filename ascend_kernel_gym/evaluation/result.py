@@ -144,7 +144,9 @@ class EvalResult:
     torch_ops: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     ascend_checks: list[dict[str, Any]] = field(default_factory=list)
-    estimate: dict[str, Any] | None = None
+    #: Cost-model estimate (``est_ms``, ``est_roofline_fraction``, ...); empty when none was made.
+    #: Always a dict so that vectorised envs can merge ``info["eval"]`` across sub-envs.
+    estimate: dict[str, Any] = field(default_factory=dict)
     stage_durations: dict[str, float] = field(default_factory=dict)
     device: str = ""
     cache_hit: bool = False
@@ -172,6 +174,7 @@ class EvalResult:
         values["stage"] = Stage(values.get("stage", Stage.FORMAT.value))
         values["error_type"] = ErrorType(values.get("error_type", ErrorType.NONE.value))
         values["launches"] = [LaunchRecord(**launch) for launch in values.get("launches", [])]
+        values["estimate"] = values.get("estimate") or {}
         return cls(**values)
 
     def to_json(self) -> str:

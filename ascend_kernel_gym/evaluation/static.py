@@ -19,6 +19,10 @@ from ascend_kernel_gym.evaluation import policy
 from ascend_kernel_gym.evaluation.result import ErrorType
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
+#: Builtins a module may be passed to without escaping the checker (they only read or print it).
+_HARMLESS_BUILTINS = frozenset(
+    f"builtins.{name}" for name in ("print", "str", "repr", "format", "type", "isinstance", "id", "hash", "bool")
+)
 #: CPython 3.11's ast.parse is not thread-safe (concurrent calls can fail with "AST constructor
 #: recursion depth mismatch", cpython issue 106905): parses are serialised.
 _PARSE_LOCK = threading.Lock()
@@ -116,6 +120,11 @@ class StaticReport:
     violations: list[Violation] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     kernels: list[str] = field(default_factory=list)
+    #: Dotted paths rooted at imports that the code uses (checked against live modules in the child).
+    paths: set[str] = field(default_factory=set)
+    #: Paths of imported names used as values (arguments, list items, defaults, returns): the child
+    #: refuses them if they are modules (a module handed around escapes attribute resolution).
+    escaping: set[str] = field(default_factory=set)
 
     @property
     def ok(self) -> bool:
@@ -153,6 +162,8 @@ class _Checker(ast.NodeVisitor):
         self._kernel_depth = 0
         self._forward_depth = 0
         self._defined_names: set[str] = set()
+        #: names bound by ``import x`` / ``import x.y as z``: certainly modules
+        self._module_names: set[str] = set()
 
     # --- helpers ---------------------------------------------------------------------------
     def fail(self, node: ast.AST | None, message: str, kind: ErrorType = ErrorType.FORBIDDEN) -> None:
@@ -190,6 +201,8 @@ class _Checker(ast.NodeVisitor):
         """Apply the module / path policy to one resolved dotted path."""
         parts = path.split(".")
         root = parts[0]
+        if root != "builtins":
+            self.report.paths.add(path)
         if root == "builtins":
             name = parts[1] if len(parts) > 1 else ""
             if name in policy.FORBIDDEN_BUILTINS:
@@ -226,9 +239,11 @@ class _Checker(ast.NodeVisitor):
                 for alias in node.names:
                     if alias.asname:
                         self.aliases[alias.asname] = alias.name
+                        self._module_names.add(alias.asname)
                     else:
                         root = alias.name.split(".")[0]
                         self.aliases[root] = root
+                        self._module_names.add(root)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for alias in node.names:
                     if alias.name != "*":
@@ -279,6 +294,9 @@ class _Checker(ast.NodeVisitor):
                 self.check_path(node, f"{module}.{alias.name}")
 
     def visit_Name(self, node: ast.Name) -> None:
+        if node.id.startswith("__") and node.id.endswith("__") and node.id not in policy.SAFE_DUNDER_NAMES:
+            self.fail(node, f"the name `{node.id}` is forbidden (dunder names reach interpreter internals)")
+            return
         path = self.resolve(node)
         if path and path.startswith("builtins."):
             name = path.split(".", 1)[1]
@@ -288,6 +306,32 @@ class _Checker(ast.NodeVisitor):
                 self.fail(node, f"`{name}` may only be called directly with a literal attribute name")
         if self._kernel_depth and path and path.split(".")[0] == "torch":
             self.fail(node, "PyTorch is used inside a @triton.jit kernel; kernels may use only triton.language")
+        if path and not path.startswith("builtins.") and isinstance(node.ctx, ast.Load) and self._escapes_to(node):
+            if node.id in self._module_names:
+                self.fail(
+                    node,
+                    f"the module `{path}` is used as a value (an argument, a list item, a default, a return "
+                    "value); use modules only as `module.attribute`",
+                )
+            else:
+                self.report.escaping.add(path)
+
+    def _escapes_to(self, node: ast.Name) -> bool:
+        """Whether a name is used other than as ``name.attr``, ``name(...)``, a decorator, ``alias = name``
+        or an argument of a harmless builtin (``print(torch)``)."""
+        parent = getattr(node, "_akg_parent", None)
+        if isinstance(parent, ast.Call) and node in parent.args:
+            if self.resolve(parent.func) in _HARMLESS_BUILTINS:
+                return False
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            return False
+        if isinstance(parent, ast.Call) and parent.func is node:
+            return False
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node in parent.decorator_list:
+            return False
+        if isinstance(parent, ast.Assign) and parent.value is node:
+            return not all(isinstance(t, ast.Name) for t in parent.targets)
+        return True
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
@@ -307,6 +351,10 @@ class _Checker(ast.NodeVisitor):
                 self.fail(node, f"attribute `{attr}` is forbidden (dunder access is how sandboxes are escaped)")
             elif attr in policy.FORBIDDEN_ATTRS:
                 self.fail(node, f"attribute `.{attr}` is forbidden: {policy.FORBIDDEN_ATTRS[attr]}")
+            elif attr in policy.FORBIDDEN_ATTR_NAMES:
+                self.fail(
+                    node, f"attribute `.{attr}` is forbidden (it reaches a forbidden module or interpreter internals)"
+                )
         if path is not None and self._forward_depth and not self._kernel_depth:
             self._hint_compute(node, path)
         elif path is None and self._forward_depth and not self._kernel_depth and attr in _COMPUTE_METHODS:
@@ -342,6 +390,10 @@ class _Checker(ast.NodeVisitor):
                     self.fail(node, f"`{name}(..., {attr!r})` is forbidden (dunder access)")
                 elif attr in policy.FORBIDDEN_ATTRS:
                     self.fail(node, f"`{name}(..., {attr!r})` is forbidden: {policy.FORBIDDEN_ATTRS[attr]}")
+                elif attr in policy.FORBIDDEN_ATTR_NAMES:
+                    self.fail(
+                        node, f"`{name}(..., {attr!r})` is forbidden (a forbidden module or interpreter internals)"
+                    )
                 target = self.resolve(node.args[0])
                 if target is not None:
                     self.check_path(node, f"{target}.{attr}")
@@ -373,6 +425,9 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Global(self, node: ast.Global) -> None:
         self.generic_visit(node)
+
+    def visit_Match(self, node: ast.AST) -> None:
+        self.fail(node, "`match` statements are forbidden (class patterns read attributes the checker cannot see)")
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for base in node.bases:

@@ -2,20 +2,24 @@
 
 Set-up: two tasks (relu, sigmoid), each with three prepared kernels (the reference solution, a
 variant that fails at run time, a hack that subclasses the reference) behind the letters A/B/C,
-shuffled per task (KernelChoiceWrapper); the real evaluator on the interpreter judges them (its
-result cache makes repeats free); the real CompactionWrapper with the ``policy`` strategy and a
-budget of 800 tokens makes every episode ask the policy for a summary after two kernel turns, so
-episodes have two segments. The model (2-layer Qwen2, hidden 64, character tokenizer, random
-weights) starts near chance: any answer selects a kernel, so about 1/3 of its kernel turns pick
-the correct one.
+shuffled per task with seed 0 (which happens to put the correct kernel behind ``A`` for both, so
+the policy does not need to tell the tasks apart); the real evaluator on the interpreter judges
+them (its result cache makes repeats free); the real CompactionWrapper with the ``policy``
+strategy and a 330-token budget asks the policy for a summary after the second kernel turn, so
+every episode has two segments: [turn 1, turn 2, summary] and [turn 3]. The model (2-layer Qwen2,
+hidden 64, random weights) uses a byte-level BPE tokenizer (1024 tokens) trained locally on the
+package's own text. Rewards: the ``default`` preset per turn (``score`` mode): correct 0.5,
+run-time failure -0.4, hack -1.0. Any answer selects a kernel (its first character), so the
+untrained policy picks the correct one about 1/3 of the time.
 
-Threshold (why it is not chance): the first iteration samples 16 episodes x 4 kernel turns = 64
-turns from the untrained policy; the last two iterations sample 128 turns. Under "no learning"
-both are Bernoulli(p ~ 1/3) and the difference of the two rates has a standard error of
-sqrt(p(1-p)/64 + p(1-p)/128) = 0.072; requiring a rise of at least 0.3 is more than 4 standard
-errors, and requiring a final rate of at least 0.75 is (0.75 - 0.33) / sqrt(0.222/128) = 10
-standard errors above chance. The mean episode return must also rise by more than 4 standard
-errors of the difference of the two batch means (computed from the batches themselves).
+Threshold (why it is not chance): training runs until the correct rate over the kernel turns of
+the last two iterations (2 x 16 episodes x 3 turns = 96 turns) reaches 0.8, for at most
+MAX_ITERATIONS iterations, and the test asserts that it got there. Under "no learning" the turns
+are Bernoulli(p ~ 1/3): the standard error of a 96-turn rate is sqrt(0.222 / 96) = 0.048, so 0.8
+is 9.7 standard errors above chance (a one-sided tail below 1e-20, even across all the windows
+checked). The test also asserts that the first iteration (48 turns, untrained) was near chance,
+that the rate rose by at least 0.35 from it, and that the mean episode return rose by more than
+4 standard errors of the difference of the two batch means (computed from the batches).
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
 
 TASKS = ["core/L1/relu", "core/L1/sigmoid"]
-ITERATIONS = 12
+MAX_ITERATIONS = 20
+TARGET = 0.8
 
 
 def _kernel_turns(batch):
@@ -43,26 +48,26 @@ def test_segment_grpo_learns_to_pick_the_correct_kernel(tmp_path):
 
     config = SegmentGRPOConfig(
         model_config="tiny",
-        tokenizer="char",
+        tokenizer="bpe:1024",
         init_seed=0,
         task_ids=TASKS,
         tasks_per_iteration=2,
         group_size=8,
         backend="interpreter",
-        max_turns=4,
+        max_turns=3,
         reward="default",
         reward_mode="score",
         env_kwargs={"num_trials": 2},
-        compaction={"budget_tokens": 800, "trigger_ratio": 1.0, "strategy": "policy", "max_compactions": 3},
+        compaction={"budget_tokens": 330, "trigger_ratio": 1.0, "strategy": "policy", "max_compactions": 2},
         choice={"seed": 0},
         temperature=1.0,
         max_new_tokens=4,
         advantage="segment",
         gamma=1.0,
-        learning_rate=1e-2,
+        learning_rate=2e-2,
         mini_batches=4,
         max_grad_norm=1.0,
-        iterations=ITERATIONS,
+        iterations=MAX_ITERATIONS,
         seed=0,
         output_dir=str(tmp_path / "run"),
         resume=None,
@@ -72,8 +77,13 @@ def test_segment_grpo_learns_to_pick_the_correct_kernel(tmp_path):
     )
     trainer = SegmentGRPOTrainer(config)
     correct_rates, returns, segments = [], [], []
+
+    def window_rate():
+        hits = sum(c for c, _ in correct_rates[-2:])
+        return hits / sum(n for _, n in correct_rates[-2:])
+
     try:
-        for _ in range(ITERATIONS):
+        while trainer.iteration < MAX_ITERATIONS:
             batch = trainer.collect()
             turns = _kernel_turns(batch)
             correct_rates.append((sum(1 for t in turns if t.correct), len(turns)))
@@ -83,20 +93,19 @@ def test_segment_grpo_learns_to_pick_the_correct_kernel(tmp_path):
             assert metrics["summary_turns_per_episode"] >= 1.0
             trainer.update(batch)
             trainer.iteration += 1
+            if len(correct_rates) >= 2 and window_rate() >= TARGET:
+                break
     finally:
         trainer.close()
 
-    # compaction was active: every episode of every iteration had at least two segments
-    assert all(min(s) >= 2 for s in segments), segments
-
-    initial_correct = correct_rates[0][0] / correct_rates[0][1]
-    final_hits = sum(c for c, _ in correct_rates[-2:])
-    final_total = sum(n for _, n in correct_rates[-2:])
-    final_correct = final_hits / final_total
     report = f"correct rate by iteration: {[round(c / n, 3) for c, n in correct_rates]}"
+    # compaction was active: every episode of every iteration had two segments
+    assert all(min(s) >= 2 for s in segments), segments
+    initial_correct = correct_rates[0][0] / correct_rates[0][1]
+    final_correct = window_rate()
     assert 0.1 < initial_correct < 0.6, report  # the untrained policy is near chance (1/3)
-    assert final_correct >= 0.75, report
-    assert final_correct - initial_correct >= 0.3, report
+    assert final_correct >= TARGET, report
+    assert final_correct - initial_correct >= 0.35, report
 
     def mean_var(values):
         mu = sum(values) / len(values)

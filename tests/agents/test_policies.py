@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 
@@ -134,11 +135,11 @@ def test_hf_loads_a_saved_local_model(char_tokenizer, tmp_path):
 class _Stub(BaseHTTPRequestHandler):
     """Replies by a script: a list of (status, body) per request; records requests."""
 
-    script: list = []
-    requests: list = []
-    delay_s: float = 0.0
+    script: ClassVar[list] = []
+    requests: ClassVar[list] = []
+    delay_s: ClassVar[float] = 0.0
 
-    def do_POST(self):  # noqa: N802 - http.server's naming
+    def do_POST(self):
         length = int(self.headers.get("Content-Length", 0))
         body = json.loads(self.rfile.read(length))
         type(self).requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
@@ -232,7 +233,7 @@ def test_http_bad_payload_and_bad_arguments(stub_server):
 
 def test_http_connection_refused_is_clear():
     policy = OpenAIChatPolicy("m", "http://127.0.0.1:9/v1", api_key_env=None, max_retries=0, timeout_s=2)
-    with pytest.raises(PolicyHTTPError, match="connection failed|timed out"):
+    with pytest.raises(PolicyHTTPError, match=r"connection failed|timed out"):
         policy.complete([{"role": "user", "content": "x"}])
 
 
@@ -242,7 +243,10 @@ def test_http_connection_refused_is_clear():
 def _ctx(n_assistant: int, task_line: str = "# Task core/L1/relu (level 1, activation)"):
     messages = [{"role": "system", "content": "s"}, {"role": "user", "content": task_line}]
     for k in range(n_assistant):
-        messages += [{"role": "assistant", "content": f"a{k}"}, {"role": "user", "content": f"## Result of turn {k + 1}"}]
+        messages += [
+            {"role": "assistant", "content": f"a{k}"},
+            {"role": "user", "content": f"## Result of turn {k + 1}"},
+        ]
     return messages
 
 
@@ -250,7 +254,7 @@ def test_turn_counting_and_task_id():
     assert turns_so_far(_ctx(0)) == 0
     assert turns_so_far(_ctx(2)) == 2
     # after compaction only the summary remains, but it mentions turn 3
-    compacted = _ctx(0) + [{"role": "user", "content": "Summary ... Result of turn 3 ..."}]
+    compacted = [*_ctx(0), {"role": "user", "content": "Summary ... Result of turn 3 ..."}]
     assert turns_so_far(compacted) == 3
     assert task_id_from_messages(_ctx(1)) == "core/L1/relu"
     assert task_id_from_messages([{"role": "user", "content": "no id"}]) is None

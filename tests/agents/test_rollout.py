@@ -182,17 +182,17 @@ def test_reference_policy_through_the_full_env(fake_evaluator):
 def test_env_delta_text_paths(tiny_policy):
     context = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}]
     stream = tiny_policy.render(context) + "A" + "<|im_end|>"
-    new = context + [{"role": "assistant", "content": "A"}, {"role": "user", "content": "fb"}]
+    new = [*context, {"role": "assistant", "content": "A"}, {"role": "user", "content": "fb"}]
     # exact path: the template continues the stream
     assert env_delta_text(tiny_policy, stream, context, new, True) == "\n<|im_start|>user\nfb<|im_end|>\n" \
                                                                         "<|im_start|>assistant\n"
     # the env stored a cleaned-up answer ("A" -> "A!"): fall back to the template text after the answer
-    cleaned = context + [{"role": "assistant", "content": "A!"}, {"role": "user", "content": "fb"}]
+    cleaned = [*context, {"role": "assistant", "content": "A!"}, {"role": "user", "content": "fb"}]
     assert env_delta_text(tiny_policy, stream, context, cleaned, True) == "\n<|im_start|>user\nfb<|im_end|>\n" \
                                                                             "<|im_start|>assistant\n"
     # generation cut by the length limit: the end-of-turn token is added
     cut = tiny_policy.render(context) + "A"
     assert env_delta_text(tiny_policy, cut, context, new, False).startswith("<|im_end|>\n<|im_start|>user")
     # earlier context rewritten: a new stream is needed
-    rewritten = [{"role": "system", "content": "other"}] + new[1:]
+    rewritten = [{"role": "system", "content": "other"}, *new[1:]]
     assert env_delta_text(tiny_policy, stream, context, rewritten, True) is None

@@ -39,7 +39,7 @@ def make_batch(policy, answers, rewards, overlong=()):
     prompt_ids = policy.encode_messages(PROMPT)
     eos = policy.tokenizer.eos_token_id
     for i, (answer, reward) in enumerate(zip(answers, rewards)):
-        response = policy.encode_text(answer) + [eos]
+        response = [*policy.encode_text(answer), eos]
         sample = SegmentSample(group=0, episode=i, member=i, segment=0, task_id="t", prompt_ids=list(prompt_ids),
                                response_ids=response, loss_mask=[1] * len(response), summary_mask=[0] * len(response),
                                rollout_logprobs=[0.0] * len(response), turns=[0], overlong=i in overlong)

@@ -52,7 +52,7 @@ def test_async_vector_env_workers_share_one_pool() -> None:
             # ... and were evaluated there (the BROKEN answers are the same code, the second may be a cache hit)
             assert server.evaluator.stats["evaluations"] - evaluations_before >= 3
         finally:
-            envs.close()
+            envs.close(terminate=True)  # never wait on workers after a failure: that can hang
 
 
 def test_sync_vector_env_envs_share_the_default_pool() -> None:

@@ -521,6 +521,7 @@ def test_rule_fires_on_a_violating_kernel(rule: str) -> None:
     assert needle in finding["message"] + str(finding["value"]), finding
     assert finding["kb_id"] == RULES[rule].kb_id
     assert finding["fix"] == RULES[rule].fix and finding["fix"]
+    assert finding["message"].endswith("Fix: " + finding["fix"])  # the feedback line carries the fix
     assert set(finding) >= {"rule", "severity", "value", "limit", "message", "fix", "kb_id"}
 
 
@@ -657,7 +658,7 @@ def test_report_text_names_rule_value_and_fix() -> None:
         "est_roofline_fraction": 0.2,
     }
     text = format_ascend_report(result)
-    assert "max_grid" in text and "70000" in text and "65535" in text and "fix:" in text
+    assert "max_grid" in text and "70000" in text and "65535" in text and "Fix:" in text and "kb: grid-" in text
     assert "estimate" in text and "910B3" in text and "0.200" in text
     assert format_ascend_report(EvalResult("t", "interpreter", "small", "x")).startswith("Ascend checks: no findings")
 

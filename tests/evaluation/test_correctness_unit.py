@@ -93,7 +93,7 @@ def test_compile_error_points_at_candidate_line(tmp_path) -> None:
     """Triton's CompilationError gives 'at L:C' relative to the kernel's def line."""
     import ast
 
-    from ascend_kernel_gym.evaluation.child import compile_error_line, describe_exception
+    from ascend_kernel_gym.evaluation.errors import compile_error_line, describe_exception
 
     code = "import triton\n\n\n@triton.jit\ndef my_kernel(x_ptr):\n    a = 1\n    b = tl.bad(a)\n"
     path = tmp_path / "kernel.py"
@@ -112,3 +112,17 @@ def test_compile_error_points_at_candidate_line(tmp_path) -> None:
     )
     assert "your code line 7" in describe_exception(err, str(path))
     assert compile_error_line(ValueError("x"), str(path)) is None
+
+
+def test_live_path_check_refuses_re_exported_modules() -> None:
+    """A library module re-exporting a forbidden one, and modules handed around as values."""
+    import torch.nn.functional  # noqa: F401
+
+    from ascend_kernel_gym.evaluation.errors import StageError
+    from ascend_kernel_gym.evaluation.livecheck import check_live_paths
+
+    check_live_paths(["torch.nn.functional.relu", "torch.empty", "triton.cdiv"], ["torch.nn.functional.relu"])
+    with pytest.raises(StageError, match="forbidden"):
+        check_live_paths(["torch.nn.functional.np"])  # numpy, re-exported by torch.nn.functional
+    with pytest.raises(StageError, match="used as a value"):
+        check_live_paths(["torch.nn"], ["torch.nn"])

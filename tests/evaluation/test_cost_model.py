@@ -59,6 +59,15 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constex
         b = tl.load(b_ptr + ks[:, None] * N + rn[None, :], mask=(ks[:, None] < K) & (rn[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def dot_ieee_kernel(a_ptr, b_ptr, c_ptr, B: tl.constexpr):
+    r = tl.arange(0, B)
+    a = tl.load(a_ptr + r[:, None] * B + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * B + r[None, :])
+    c = tl.dot(a, b, input_precision="ieee")
+    tl.store(c_ptr + r[:, None] * B + r[None, :], c)
 """
 
 
@@ -159,6 +168,12 @@ def test_matmul_counts(kernels) -> None:
     # masked loads: each of the 2 column tiles reads all of A, each of the 3 row tiles all of B
     assert launch.bytes_loaded == grid[1] * M * K * 4 + grid[0] * K * N * 4
     assert launch.bytes_stored == M * N * 4
+    # fp32 dots with input_precision="ieee" are counted apart (CUDA cores on a GPU)
+    a16, b16, c16 = torch.randn(16, 16), torch.randn(16, 16), torch.empty(16, 16)
+    with instrument() as counters:
+        kernels.dot_ieee_kernel[(1,)](a16, b16, c16, B=16)
+    (ieee,) = counters.launches
+    assert ieee.dot_flops_ieee == 2 * 16**3 and ieee.dot_flops_32 == 0 and ieee.dot_flops_16 == 0
 
 
 def test_sampling_is_exact_for_a_uniform_grid_with_a_tail(kernels) -> None:
@@ -203,12 +218,18 @@ def test_sample_program_ids_and_extrapolate() -> None:
     assert sample_program_ids(10, None) is None
     assert sample_program_ids(10, 10) is None
     ids = sample_program_ids(1000, 5)
-    assert ids == [0, 250, 500, 749, 999]
+    assert ids == [0, 333, 665, 998, 999]  # 4 evenly spaced over [0, 998] plus the last
     with pytest.raises(ValueError):
         sample_program_ids(10, 1)
     # 4 programs sampled of 10, the last one different: others x (9 / 3) + last
-    samples = [(0, [2.0] * 7), (3, [2.0] * 7), (6, [2.0] * 7), (9, [1.0] * 7)]
-    assert extrapolate(samples, 10) == [2.0 * 9 + 1.0] * 7
+    samples = [(0, [2.0] * 8), (3, [2.0] * 8), (6, [2.0] * 8), (9, [1.0] * 8)]
+    assert extrapolate(samples, 10) == [2.0 * 9 + 1.0] * 8
+    # work growing linearly with the program id (e.g. causal attention) is extrapolated almost exactly
+    programs = 1000
+    cost = [[5.0 + 0.5 * i] * 8 for i in range(programs)]
+    ids = sample_program_ids(programs, 16)
+    estimate_total = extrapolate([(i, cost[i]) for i in ids], programs)[0]
+    assert estimate_total == pytest.approx(sum(c[0] for c in cost), rel=1e-3)
 
 
 def _toy_chip():
@@ -276,9 +297,9 @@ def test_estimate_dot_bound_and_speedup() -> None:
     assert result["est_ms"] == pytest.approx((1 + 1 + 4) / 1e3)
     assert result["bound"] == "dot"
     assert result["roofline_ms"] == pytest.approx(2e-3)
-    # reference: one operator, 1 us launch + max(0.2 us, 2 us)
-    assert result["reference_est_ms"] == pytest.approx(3e-3)
-    assert result["est_speedup"] == pytest.approx(3 / 6)
+    # reference: one operator, 1 us launch + 1 us round + max(0.2 us, 2 us)
+    assert result["reference_est_ms"] == pytest.approx(4e-3)
+    assert result["est_speedup"] == pytest.approx(4 / 6)
 
 
 def test_estimate_round_trips_counter_dicts() -> None:
@@ -329,3 +350,85 @@ def test_estimate_variants_run_in_a_separate_interpreter_process() -> None:
     assert "nope" in broken["error"]  # one failing candidate does not stop the others
     with pytest.raises(TypeError):
         estimate_kernel(task, None, "small")  # type: ignore[arg-type]
+
+
+def test_estimate_in_process_reexecutes_the_source_under_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    import torch
+
+    from ascend_kernel_gym.evaluation.cost_model import estimate_in_process
+    from ascend_kernel_gym.tasks.runtime import instantiate
+    from ascend_kernel_gym.tasks.suite import get_task
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)  # as in a CUDA / NPU evaluator child
+    task = get_task("core/L1/softmax")
+    tm = instantiate(task, "small")
+    torch.manual_seed(0)
+    reference = tm.Model(*tm.get_init_inputs())
+    inputs = tm.get_inputs()
+    result = estimate_in_process(task.solution_source(), tm.get_init_inputs(), inputs, "910B3", reference=reference)
+    assert "TRITON_INTERPRET" not in os.environ  # restored
+    x = inputs[0]
+    assert result["min_bytes"] == 2 * x.numel() * x.element_size()
+    # a softmax reads its rows at least once and writes them once
+    assert result["bytes"] >= result["min_bytes"]
+    assert result["label"] == "estimate" and 0 < result["est_roofline_fraction"] <= 1
+
+
+def _bench_module():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "gpu_cost_model.py"
+    spec = importlib.util.spec_from_file_location("akg_bench_gpu_cost_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_spearman_and_variants() -> None:
+    bench = _bench_module()
+    assert bench.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert bench.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    # ties get average ranks: x ranks (1, 2.5, 2.5, 4), y ranks (1, 3, 2, 4) -> 4.5 / sqrt(4.5 * 5)
+    assert bench.spearman([1, 2, 2, 3], [1, 3, 2, 4]) == pytest.approx(4.5 / math.sqrt(22.5))
+    assert bench.spearman([1, 1, 1], [1, 2, 3]) is None
+    source = (
+        "MAX_PROGRAMS = 4096\n"
+        "@triton.jit\n"
+        "def k(x, BLOCK: tl.constexpr = 256):\n"
+        "    BLOCK_IN = 128\n"
+        "class ModelNew:\n"
+        "    def forward(self, x):\n"
+        "        BLOCK_M, BLOCK_K = 64, 32\n"
+        "        BLOCK_N = min(triton.next_power_of_2(n), 1024)\n"
+    )
+    variants = dict(bench.make_variants(source, 4))
+    assert list(variants) == ["original", "blocks x0.5", "blocks x2", "programs /16"]
+    assert "BLOCK_M, BLOCK_K = 32, 16" in variants["blocks x0.5"]
+    assert "next_power_of_2(n), 512)" in variants["blocks x0.5"]
+    assert "BLOCK_IN = 128" in variants["blocks x2"]  # kernel bodies are left alone
+    assert "MAX_PROGRAMS = 256" in variants["programs /16"]
+
+
+@pytest.mark.slow
+def test_bench_dry_run(tmp_path) -> None:
+    import json
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "report.md"
+    command = [
+        sys.executable, str(repo / "bench" / "gpu_cost_model.py"), "--dry-run", "--tasks", "core/L1/relu",
+        "--max-variants", "3", "--max-programs", "4", "--workers", "1", "--compile-workers", "1", "--out", str(out),
+    ]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=repo, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(out.with_suffix(".json").read_text())
+    rows = data["rows"]
+    assert [r["variant"] for r in rows] == ["original", "blocks x0.5", "blocks x2"]
+    assert all(r["correct"] and r["est_ms"] and r["measured_ms"] for r in rows), rows
+    assert data["summary"]["per_task"]["core/L1/relu"]["n"] == 3
+    text = out.read_text()
+    assert "DRY RUN" in text and "core/L1/relu" in text and "Spearman" in text

@@ -83,3 +83,13 @@ def test_long_messages_are_cut() -> None:
     )
     assert len(text) <= 2500
     assert "more lines" in text
+
+
+def test_ascend_notes_are_grouped_per_rule() -> None:
+    warnings = [f"ascend[last_dim_alignment] kernel line {i}: misaligned" for i in range(4)] + [
+        "ascend[int64_index] kernel line 9: int64",
+        "line 3: `torch.relu` in forward computes with PyTorch",
+    ]
+    text = render_feedback(_result(correct=True, warnings=warnings))
+    assert text.count("last_dim_alignment") == 1 and "(and 3 more like it)" in text
+    assert "int64_index" in text and "torch.relu" in text

@@ -34,22 +34,8 @@ HEADER_RE = re.compile(r"#\s*(expected|task|timeout|canary|max_output_tail|no_pa
 
 #: Cases the evaluator gets wrong today, keyed by file stem; the reason names the finding.
 KNOWN_FAILURES: dict[str, str] = {
-    "spoof_result_match": "finding 1: match class patterns reach torch.sys -> frames -> forged correct result",
-    "spoof_result_builtins": "finding 1: __builtins__['getattr'] reaches frames -> forged correct result",
-    "pkgutil_resolve_spoof": "finding 1: triton.language.extra.pkgutil.resolve_name('sys') -> forged result",
-    "recorder_suspend": "finding 1: __builtins__ escape switches the operator recorder off",
-    "from_file_write": "finding 2: torch.from_file(shared=True) writes outside the sandbox (C++ open)",
-    "package_exporter_write": "finding 2: torch.package.PackageExporter writes outside the sandbox (C++ writer)",
-    "shadow_tensor_method": "finding 3: out.detach shadowed by an instance attribute; harness calls it",
-    "sabotage_reference_params": "finding 4: load_state_dict override keeps and zeroes the reference's params",
-    "patch_reference_finalizer": "finding 5: monkeypatch of the reference's torch.relu undone by a finalizer",
-    "numpy_via_functional_np": "finding 6: torch.nn.functional.np is NumPy; NumPy compute is invisible",
-    "numpy_via_builtins": "finding 6: NumPy imported through functools.singledispatch(__builtins__['__import__'])",
-    "python_scalar_loop": "finding 7: Python float()/torch.tensor(list) compute passes with a decoy launch",
-    "transpose_copy_into_kernel_buffer": "finding 7: copy_ into a buffer a no-op kernel was given passes",
-    "legit_dataclass_config": "finding 10: @dataclass runs exec inside dataclasses -> false sandbox_violation",
-    "legit_namedtuple": "finding 10: namedtuple runs eval inside collections -> false sandbox_violation",
-    "legit_autotune": "finding 11: multi-config @triton.autotune fails on the interpreter (0 active drivers)",
+    # All findings of the first red-team round are fixed; add new ones here as
+    # "stem": "finding N: what goes wrong", with a file in redteam/.
 }
 
 

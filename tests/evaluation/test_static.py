@@ -82,6 +82,18 @@ def test_kernel_decorators_are_recognised(decorator: str, imports: str) -> None:
         ("import operator\nx = operator.attrgetter('compile')", "dynamic attribute access"),
         ("from . import thing", "relative imports"),
         ("from torch import *", "import *"),
+        ("g = __builtins__['getattr']", "`__builtins__` is forbidden"),
+        ("_t = [torch][0]", "the module `torch` is used as a value"),
+        ("def install(m=torch):\n    pass", "the module `torch` is used as a value"),
+        ("match torch:\n    case object(sys=s):\n        pass", "`match` statements are forbidden"),
+        ("r = triton.language.extra.pkgutil.resolve_name", "pkgutil"),
+        ("h = nn.functional.np", "forbidden module `np`"),
+        ("def f(x):\n    return x.sys", "`.sys` is forbidden"),
+        ("def f(x):\n    return getattr(x, 'sys')", "'sys'"),
+        ("g = torch.default_generator", "default_generator"),
+        ("p = torch.from_file('/tmp/x', True, 4)", "from_file"),
+        ("import typing\nh = typing.get_type_hints", "get_type_hints"),
+        ("import functools\nd = functools.singledispatch", "singledispatch"),
     ],
 )
 def test_forbidden_constructs(snippet: str, needle: str) -> None:
@@ -157,3 +169,11 @@ def test_never_raises_on_garbage() -> None:
     for junk in ["\x00\x01", "(" * 500, "class ModelNew(" * 50, "ModelNew = 3\n" * 1000, "🙂"]:
         report = check_source(junk)
         assert not report.ok
+
+
+def test_imported_names_used_as_values_are_left_to_the_child() -> None:
+    """`from x import y` may bind a module or a function; the child decides with the live object."""
+    code = KERNEL + "\nfrom torch import nn as q\nfrom torch.nn.functional import relu\nthings = [q, relu]\n"
+    report = check_source(code)
+    assert report.ok, report.message()
+    assert report.escaping == {"torch.nn", "torch.nn.functional.relu"}

@@ -27,12 +27,7 @@ TASK_FILES = sorted(DATA.glob("level*/*.py"))
 KERNELS = sorted((DATA / "kernels").glob("*.py"))
 
 #: Kernels whose verdict is wrong today, by file stem; the reason names the red-team finding.
-KNOWN_FAILURES: dict[str, str] = {
-    "relu_cuda_inputs_ok": "finding 8: get_inputs() calling .cuda() -> harness_error on the interpreter",
-    "relu_cuda_inputs_bad": "finding 8: get_inputs() calling .cuda() -> harness_error on the interpreter",
-    "add_device_kwarg_ok": "finding 8: get_inputs() with device='cuda' -> harness_error on the interpreter",
-    "add_device_kwarg_bad": "finding 8: get_inputs() with device='cuda' -> harness_error on the interpreter",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _meta(path: Path) -> dict[str, str]:
@@ -118,7 +113,6 @@ def test_third_party_kernel_verdict(path: Path, kernel_results) -> None:
         assert result.launches, "a passing kernel has recorded launches"
 
 
-@pytest.mark.xfail(strict=True, reason="finding 12: a plain torch.Tensor is described as 'a tensor subclass'")
 def test_wrong_output_type_message_names_a_plain_tensor_correctly(kernel_results) -> None:
     result = kernel_results["row_stats_tuple_bad.py"]
     assert result.error_type == ErrorType.WRONG_OUTPUT_TYPE

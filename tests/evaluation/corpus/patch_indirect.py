@@ -1,5 +1,5 @@
 # ruff: noqa
-# expected: sandbox_violation
+# expected: sandbox_violation|forbidden
 # Monkeypatches torch through a function argument, which the static stage cannot resolve.
 import torch
 import torch.nn as nn

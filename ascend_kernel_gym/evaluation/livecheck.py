@@ -1,0 +1,60 @@
+"""Checks of the static stage's dotted paths against the live modules (child side, before the
+candidate runs). Imports neither torch nor triton itself: it walks modules already imported."""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.result import ErrorType
+
+
+def check_live_paths(paths: list[str], escaping: list[str] | tuple[str, ...] = ()) -> None:
+    """Walk the dotted paths the static stage resolved through the real modules.
+
+    A library module can re-export a forbidden one under another name
+    (``triton.language.extra.pkgutil``, ``torch.nn.functional.np``): any module object met on the
+    way must itself be allowed. Runs before the candidate's code, on library objects only.
+    """
+    from ascend_kernel_gym.evaluation import policy
+
+    def refused(module_name: str) -> str | None:
+        parts = module_name.split(".")
+        if parts[0] not in policy.ALLOWED_IMPORT_ROOTS:
+            return f"the module `{module_name}`"
+        for part in parts:
+            if part in policy.FORBIDDEN_MODULES:
+                return f"the module `{module_name}`"
+        for prefix, reason in policy.FORBIDDEN_PATHS.items():
+            if module_name == prefix or module_name.startswith(prefix + "."):
+                return f"`{module_name}` ({reason})"
+        return None
+
+    for path in sorted(set(paths) | set(escaping)):
+        parts = path.split(".")
+        obj: Any = sys.modules.get(parts[0])
+        if obj is None:
+            continue  # the import itself fails (or is refused) when the candidate runs
+        walked = parts[0]
+        for part in parts[1:]:
+            try:
+                obj = getattr(obj, part)
+            except Exception:  # noqa: BLE001 - missing attributes fail later, in the candidate's code
+                break
+            walked = f"{walked}.{part}"
+            if isinstance(obj, types.ModuleType):
+                why = refused(obj.__name__)
+                if why is not None:
+                    raise StageError(ErrorType.FORBIDDEN, f"`{walked}` is {why}, which is forbidden")
+            elif callable(obj) and not isinstance(obj, type):
+                owner = str(getattr(obj, "__module__", "") or "")
+                if owner.split(".")[0] in policy.FORBIDDEN_MODULES:
+                    raise StageError(ErrorType.FORBIDDEN, f"`{walked}` comes from the forbidden module `{owner}`")
+        if path in escaping and isinstance(obj, types.ModuleType) and walked == path:
+            raise StageError(
+                ErrorType.FORBIDDEN,
+                f"the module `{path}` is used as a value (an argument, a list item, a default, a return value); "
+                "use modules only as `module.attribute`",
+            )
