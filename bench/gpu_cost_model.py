@@ -33,7 +33,7 @@ import statistics
 import sys
 import time
 import traceback
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed, wait
 from pathlib import Path
 from typing import Any
 
@@ -234,6 +234,56 @@ def _outputs_match(out: Any, ref: Any, atol: float, rtol: float) -> tuple[bool, 
     return True, ""
 
 
+_TASK_CACHE: dict[str, Any] = {}
+
+
+def _init_estimator() -> None:
+    """Cost-model workers: Triton's interpreter, no GPU, one thread each."""
+    os.environ["TRITON_INTERPRET"] = "1"
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    os.environ["ASCEND_RT_VISIBLE_DEVICES"] = ""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = "1"
+
+
+def estimate_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Worker: the cost-model estimate of one variant (the task's inputs and roofline are cached
+    for consecutive variants of the same task)."""
+    import torch
+
+    from ascend_kernel_gym.evaluation.cost_model import estimate_in_process, task_roofline
+    from ascend_kernel_gym.tasks.runtime import instantiate
+    from ascend_kernel_gym.tasks.suite import get_task
+
+    torch.set_num_threads(1)
+    started = time.perf_counter()
+    try:
+        if _TASK_CACHE.get("key") != (job["task_id"], job["profile"]):
+            _TASK_CACHE.clear()
+            task = get_task(job["task_id"])
+            tm = instantiate(task, job["profile"])
+            torch.manual_seed(job["seed"])
+            init = tm.get_init_inputs()
+            reference = tm.Model(*init)
+            torch.manual_seed(job["seed"] + 1)
+            inputs = tm.get_inputs()
+            roofline = task_roofline(reference, inputs, task.id)
+            _TASK_CACHE.update(
+                key=(job["task_id"], job["profile"]), init=init, inputs=inputs, ref=reference, roof=roofline
+            )
+        cache = _TASK_CACHE
+        torch.manual_seed(job["seed"] + 2)
+        result = estimate_in_process(
+            job["code"], cache["init"], cache["inputs"], job["chip"], reference=cache["ref"],
+            roofline=cache["roof"], max_programs=job["max_programs"],
+        )  # fmt: skip
+        result.pop("counters", None)
+    except Exception as exc:  # a failing estimate is reported, the others go on
+        result = {"error": f"{type(exc).__name__}: {exc}"[:400]}
+    result["seconds"] = round(time.perf_counter() - started, 2)
+    return result
+
+
 def verify_variant(job: dict[str, Any]) -> dict[str, Any]:
     """Worker: compile and run one variant once on the device and compare it with the reference."""
     import torch
@@ -346,6 +396,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=None, help="CPU processes for the cost-model passes")
     parser.add_argument("--compile-workers", type=int, default=None, help="processes compiling / checking variants")
+    parser.add_argument("--estimate-timeout", type=float, default=900.0, help="seconds for all cost-model passes")
     parser.add_argument("--out", required=True, help="markdown report path (a .json with raw data is written too)")
     args = parser.parse_args(argv)
     if args.dry_run:
@@ -403,44 +454,83 @@ def main(argv: list[str] | None = None) -> int:
             "backend": args.backend,
             "profile": args.profile,
             "seed": args.seed,
+            "level": t.level,
         }
         for t in tasks
         for label, code in variants[t.id]
     ]
     print(f"{len(tasks)} tasks, {len(jobs)} variants; chip profile {args.chip}; profile {args.profile}", flush=True)
 
-    # 1+2. cost-model passes (CPU subprocesses) and compile + correctness checks (device), concurrently
-    estimates: dict[str, list[dict[str, Any]]] = {}
+    # 1+2. compile + correctness checks (device processes) and cost-model passes (CPU processes),
+    # concurrently; the estimate of a variant that fails its check is cancelled if not started yet
     verified: dict[tuple[str, str], dict[str, Any]] = {}
+    est_results: dict[tuple[str, str], dict[str, Any]] = {}
     context = multiprocessing.get_context("spawn")
-    with (
-        ThreadPoolExecutor(max_workers=args.workers) as threads,
-        ProcessPoolExecutor(
+    order = {label: i for i, (label, _, _) in enumerate((("original", "", 0.0), *VARIANT_PLAN))}
+    est_jobs = sorted(
+        (
+            {
+                "task_id": j["task_id"],
+                "label": j["label"],
+                "code": j["code"],
+                "profile": args.profile,
+                "seed": args.seed,
+                "chip": args.chip,
+                "max_programs": args.max_programs,
+                "level": j["level"],
+            }
+            for j in jobs
+        ),
+        key=lambda j: (order.get(j["label"], 99), -j["level"]),
+    )
+    estimator = ProcessPoolExecutor(max_workers=args.workers, mp_context=context, initializer=_init_estimator)
+    try:
+        est_futures = {estimator.submit(estimate_job, job): (job["task_id"], job["label"]) for job in est_jobs}
+        by_key = {key: future for future, key in est_futures.items()}
+        with ProcessPoolExecutor(
             max_workers=args.compile_workers, mp_context=context, initializer=_init_worker, initargs=(args.backend,)
-        ) as procs,
-    ):
-        est_futures = {
-            threads.submit(
-                estimate_variants,
-                t,
-                [code for _, code in variants[t.id]],
-                args.profile,
-                args.chip,
-                max_programs=args.max_programs,
-                roofline=True,
-                seed=args.seed,
-                timeout_s=1800,
-            ): t.id
-            for t in sorted(tasks, key=lambda t: -t.level)
-        }
-        for result in _progress(procs.map(verify_variant, jobs), len(jobs), "compile + check"):
-            verified[(result["task_id"], result["label"])] = result
-        for future in _progress(est_futures, len(est_futures), "cost model"):
-            task_id = est_futures[future]
+        ) as procs:
+            checks = [procs.submit(verify_variant, job) for job in jobs]
+            for future in _progress(as_completed(checks), len(checks), "compile + check"):
+                result = future.result()
+                key = (result["task_id"], result["label"])
+                verified[key] = result
+                if not result["ok"] and by_key[key].cancel():
+                    est_results[key] = {"error": "not estimated: the variant failed its check"}
+        done, pending = wait(list(est_futures), timeout=args.estimate_timeout)
+        for future in done:
+            key = est_futures[future]
+            if future.cancelled():
+                continue
             try:
-                estimates[task_id] = future.result()
-            except Exception as exc:
-                estimates[task_id] = [{"error": f"{type(exc).__name__}: {exc}"} for _ in variants[task_id]]
+                est_results[key] = future.result()
+            except Exception as exc:  # a worker died (BrokenProcessPool): retried below in isolation
+                est_results[key] = {"error": f"{type(exc).__name__}: {exc}", "retry": True}
+        for future in pending:
+            est_results[est_futures[future]] = {"error": f"not finished within {args.estimate_timeout} s"}
+    finally:
+        workers = list((getattr(estimator, "_processes", None) or {}).values())
+        estimator.shutdown(wait=False, cancel_futures=True)
+        for process in workers:  # our own pool workers, by handle (a hung pass must not block the exit)
+            if process.is_alive():
+                process.kill()
+    retry = [key for key, value in est_results.items() if value.get("retry") and verified.get(key, {}).get("ok")]
+    if retry:
+        print(f"re-estimating {len(retry)} variants in isolated processes after a worker crash", flush=True)
+        for task in tasks:
+            labels = [label for (task_id, label) in retry if task_id == task.id]
+            if not labels:
+                continue
+            codes = dict(variants[task.id])
+            results = estimate_variants(
+                task, [codes[label] for label in labels], args.profile, args.chip,
+                max_programs=args.max_programs, seed=args.seed, timeout_s=args.estimate_timeout,
+            )  # fmt: skip
+            for label, result in zip(labels, results, strict=True):
+                est_results[(task.id, label)] = result
+    estimates = {
+        t.id: [est_results.get((t.id, label), {"error": "missing"}) for label, _ in variants[t.id]] for t in tasks
+    }
     t_checked = time.perf_counter()
 
     # 3. timing, one task at a time, in this process (nothing else running)

@@ -331,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--relu-runs", type=int, default=5, help="evaluations per side in part 2 (default 5)")
     parser.add_argument("--reps", type=int, default=100, help="timed repetitions per model (default 100)")
     parser.add_argument("--tasks", default=None, help="comma-separated task ids (default: all with solutions)")
+    parser.add_argument("--levels", default=None, help="comma-separated levels, e.g. 1 or 2,3 (default: all)")
     parser.add_argument("--skip-solutions", action="store_true", help="only part 2")
     parser.add_argument("--skip-relu", action="store_true", help="only part 1")
     parser.add_argument("--workers", type=int, default=None, help="default: one per visible GPU")
@@ -349,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.tasks:
         wanted = [s.strip() for s in args.tasks.split(",") if s.strip()]
         tasks = [t for t in tasks if t.id in wanted]
+    if args.levels:
+        levels = {int(s) for s in args.levels.split(",") if s.strip()}
+        tasks = [t for t in tasks if t.level in levels]
     out = args.out
     if out is None:
         base = os.environ.get("OUT")

@@ -49,8 +49,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--group-size", type=int, default=8)
     p.add_argument("--max-turns", type=int, default=3)
     p.add_argument("--max-new-tokens", type=int, default=512)
-    p.add_argument("--budget-tokens", type=int, default=None,
-                   help="compaction budget in policy tokens (default 2048 on cuda, 1800 with --tiny)")
+    p.add_argument(
+        "--budget-tokens",
+        type=int,
+        default=None,
+        help="compaction budget in policy tokens (default 2048 on cuda, 1800 with --tiny)",
+    )
     p.add_argument("--vocab", type=int, default=8192, help="size of the locally trained BPE tokenizer")
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--micro-batch-tokens", type=int, default=16384)
@@ -183,12 +187,17 @@ def _fmt(value: Any) -> str:
 def to_markdown(result: dict[str, Any], device: str, versions: dict[str, str]) -> str:
     rows = [
         ("device", device),
-        ("model", f"{result['model']} (random weights, {result['parameters'] / 1e6:.1f}M parameters, "
-                  f"{result['dtype']})"),
+        (
+            "model",
+            f"{result['model']} (random weights, {result['parameters'] / 1e6:.1f}M parameters, {result['dtype']})",
+        ),
         ("tokenizer", f"byte-level BPE trained locally, {result['tokenizer_vocab']} tokens"),
-        ("episodes", f"{len(result['tasks'])} task(s) x G={result['group_size']}, max_turns {result['max_turns']}, "
-                     f"max_new_tokens {result['max_new_tokens']}, "
-                     f"compaction budget {result['compaction_budget_tokens']} tokens"),
+        (
+            "episodes",
+            f"{len(result['tasks'])} task(s) x G={result['group_size']}, max_turns {result['max_turns']}, "
+            f"max_new_tokens {result['max_new_tokens']}, "
+            f"compaction budget {result['compaction_budget_tokens']} tokens",
+        ),
         ("generated tokens", result.get("rollout.generated_tokens")),
         ("generation time (s)", result.get("rollout.generation_s")),
         ("**generation tokens/s**", result.get("rollout.generation_tokens_per_s")),
@@ -197,25 +206,33 @@ def to_markdown(result: dict[str, Any], device: str, versions: dict[str, str]) -
         ("segments / episode", result.get("rollout.segments_per_episode")),
         ("compactions / episode", result.get("rollout.compactions_per_episode")),
         ("samples (segments)", result.get("samples")),
-        ("tokens / segment (mean, max)", f"{_fmt(result.get('rollout.tokens_per_segment'))}, "
-                                          f"{_fmt(result.get('sample_tokens_max'))}"),
+        (
+            "tokens / segment (mean, max)",
+            f"{_fmt(result.get('rollout.tokens_per_segment'))}, {_fmt(result.get('sample_tokens_max'))}",
+        ),
         ("trained (policy) tokens", result.get("update.trained_tokens")),
         ("update time (s)", result.get("update.update_s")),
         ("**update tokens/s** (input tokens, fwd + bwd)", result.get("update.update_tokens_per_s")),
         ("**peak GPU memory, rollout (GiB)**", result.get("peak_memory_rollout_gb", "-")),
         ("**peak GPU memory, update (GiB)**", result.get("peak_memory_update_gb", "-")),
         ("full iteration (s)", result.get("iteration_s")),
-        ("reference rollout: correct / speedups", f"{result.get('reference.correct', '-')} / "
-                                                   f"{result.get('reference.speedups', '-')}"),
-        ("reference rollout env time (s, steps)", f"{_fmt(result.get('reference.env_s', '-'))} "
-                                                   f"({result.get('reference.steps', '-')})"),
+        (
+            "reference rollout: correct / speedups",
+            f"{result.get('reference.correct', '-')} / {result.get('reference.speedups', '-')}",
+        ),
+        (
+            "reference rollout env time (s, steps)",
+            f"{_fmt(result.get('reference.env_s', '-'))} ({result.get('reference.steps', '-')})",
+        ),
     ]
     lines = [
         "# Segment-GRPO: one training iteration with a ~0.5B model",
         "",
         f"Date: {dt.date.today().isoformat()}. Versions: "
         + ", ".join(f"{k} {v}" for k, v in versions.items())
-        + ". Command: `python bench/gpu_grpo.py" + (" --tiny" if result["backend"] != "cuda" else "") + "`.",
+        + ". Command: `python bench/gpu_grpo.py"
+        + (" --tiny" if result["backend"] != "cuda" else "")
+        + "`.",
         "",
         "| quantity | value |",
         "|---|---|",
@@ -227,7 +244,8 @@ def to_markdown(result: dict[str, Any], device: str, versions: dict[str, str]) -
         "package's own sampling loop). Update: micro-batches packed by token count, gradient checkpointing, "
         "AdamW; tokens/s counts every input token of every sample (prompt + response) through forward and "
         "backward. A random model rarely ends an answer before max_new_tokens, so answers are long and "
-        "carry no code (format failures); the reference rollout times the evaluator on the same env.",
+        "carry no code (format failures); the reference rollout (one broken attempt, then the bundled solution, "
+        "through the env without compaction) times the evaluator on the same backend.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -244,8 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out) if args.out else ROOT / "bench" / "results" / "gpu_grpo_h200.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
-    out.with_suffix(".json").write_text(json.dumps({"device": device, "versions": versions, **result}, indent=2,
-                                                  default=str))
+    out.with_suffix(".json").write_text(
+        json.dumps({"device": device, "versions": versions, **result}, indent=2, default=str)
+    )
     print(text)
     print(f"wrote {out}")
     return 0

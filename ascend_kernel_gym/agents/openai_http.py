@@ -102,8 +102,9 @@ class OpenAIChatPolicy(Policy):
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()
-        info.update(model=self.model, url=self.url, temperature=self.temperature, top_p=self.top_p,
-                    max_tokens=self.max_tokens)
+        info.update(
+            model=self.model, url=self.url, temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens
+        )
         return info
 
     def _headers(self) -> dict[str, str]:

@@ -236,8 +236,15 @@ def collect_rollouts(
     n_episodes = len(tasks) * group_size
     envs = env_pool.get(n_episodes)
     batch = RolloutBatch(group_size=group_size)
-    stats = {"generation_s": 0.0, "env_s": 0.0, "generated_tokens": 0, "generate_calls": 0, "steps": 0,
-             "context_overflows": 0, "stream_restarts": 0}
+    stats = {
+        "generation_s": 0.0,
+        "env_s": 0.0,
+        "generated_tokens": 0,
+        "generate_calls": 0,
+        "steps": 0,
+        "context_overflows": 0,
+        "stream_restarts": 0,
+    }
     started = time.perf_counter()
     bar = None
     if progress:
@@ -255,8 +262,13 @@ def collect_rollouts(
                 episode = EpisodeRecord(group=g, member=member, task_id=task_id)
                 batch.episodes.append(episode)
                 seg = _segment_info(info)
-                state = _Live(env=env, episode=episode, episode_index=index, messages=_messages(info, []),
-                              segment=int(seg.get("next_index", seg.get("index", 0))))
+                state = _Live(
+                    env=env,
+                    episode=episode,
+                    episode_index=index,
+                    messages=_messages(info, []),
+                    segment=int(seg.get("next_index", seg.get("index", 0))),
+                )
                 if not state.messages:
                     raise RuntimeError("env.reset returned no info['messages']: the env contract requires them")
                 _open_stream(state, batch, token_policy)
@@ -321,8 +333,9 @@ def _open_stream(state: _Live, batch: RolloutBatch, policy: TokenPolicy | None) 
         sample.prompt_ids = policy.encode_text(text)
     batch.samples.append(sample)
     episode.samples.append(len(batch.samples) - 1)
-    state.stream = _Stream(sample_index=len(batch.samples) - 1, segment=state.segment, text=text,
-                           context=list(state.messages))
+    state.stream = _Stream(
+        sample_index=len(batch.samples) - 1, segment=state.segment, text=text, context=list(state.messages)
+    )
 
 
 def _record_step(

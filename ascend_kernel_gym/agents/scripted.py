@@ -21,17 +21,27 @@ from ascend_kernel_gym.agents.policy import Generation, Message, Policy
 
 _TASK_ID_RE = re.compile(r"^#\s*Task\s+(\S+)", re.MULTILINE)
 _TURN_RE = re.compile(r"Result of turn (\d+)")
+_TOTAL_RE = re.compile(r"You have (\d+) turn\(s\)\.")
+_LEFT_RE = re.compile(r"You have (\d+) turn\(s\) left")
 
 
 def turns_so_far(messages: Sequence[Message]) -> int:
-    """Turns already taken in the episode of this context.
+    """Kernel turns already taken in the episode of this context.
 
-    The larger of: the number of assistant messages, and the highest ``Result of turn N`` the
-    feedback mentions (which survives compaction when the summary keeps it).
+    The largest of: the number of assistant messages; the highest ``Result of turn N`` the feedback
+    mentions; and, when the task prompt says ``You have T turn(s).`` and the latest user message
+    ``You have L turn(s) left``, ``T - L`` (which survives compaction: the wrapper's summary message
+    ends with the turns left).
     """
     assistant = sum(1 for m in messages if m.get("role") == "assistant")
-    mentioned = [int(n) for m in messages if m.get("role") == "user" for n in _TURN_RE.findall(m.get("content", ""))]
-    return max([assistant, *mentioned])
+    user_texts = [m.get("content", "") for m in messages if m.get("role") == "user"]
+    mentioned = [int(n) for text in user_texts for n in _TURN_RE.findall(text)]
+    from_budget: list[int] = []
+    total = next((int(m.group(1)) for text in user_texts if (m := _TOTAL_RE.search(text))), None)
+    left = [int(n) for n in _LEFT_RE.findall(user_texts[-1])] if user_texts else []
+    if total is not None and left:
+        from_budget.append(max(0, total - left[-1]))
+    return max([assistant, *mentioned, *from_budget])
 
 
 def task_id_from_messages(messages: Sequence[Message]) -> str | None:

@@ -72,8 +72,15 @@ def build_policy(config: SegmentGRPOConfig) -> HFPolicy:
     )
     tokenizer = build_tokenizer(config) if (config.tokenizer != "auto" or not config.model_name_or_path) else None
     if config.model_name_or_path:
-        policy = HFPolicy(config.model_name_or_path, tokenizer, sampling=sampling, device=device, dtype=dtype,
-                          lora=config.lora, max_batch_size=config.generation_batch_size)
+        policy = HFPolicy(
+            config.model_name_or_path,
+            tokenizer,
+            sampling=sampling,
+            device=device,
+            dtype=dtype,
+            lora=config.lora,
+            max_batch_size=config.generation_batch_size,
+        )
     else:
         presets = {"tiny": TINY, "qwen2.5-0.5b": QWEN2_5_0_5B}
         values = presets[config.model_config] if isinstance(config.model_config, str) else config.model_config
@@ -81,9 +88,15 @@ def build_policy(config: SegmentGRPOConfig) -> HFPolicy:
         if "vocab_size" in values and values["vocab_size"] < len(tokenizer):
             raise ValueError(f"model_config vocab_size {values['vocab_size']} < tokenizer size {len(tokenizer)}")
         model = build_random_causal_lm(values, tokenizer=tokenizer, seed=config.init_seed).to(dtype=dtype)
-        policy = HFPolicy(model, tokenizer, sampling=sampling, device=device, lora=config.lora,
-                          max_batch_size=config.generation_batch_size,
-                          name=f"random-{config.model_config if isinstance(config.model_config, str) else 'custom'}")
+        policy = HFPolicy(
+            model,
+            tokenizer,
+            sampling=sampling,
+            device=device,
+            lora=config.lora,
+            max_batch_size=config.generation_batch_size,
+            name=f"random-{config.model_config if isinstance(config.model_config, str) else 'custom'}",
+        )
     if config.gradient_checkpointing:
         policy.model.gradient_checkpointing_enable()
     return policy
@@ -508,7 +521,8 @@ class SegmentGRPOTrainer:
                 "optimizer_steps": steps,
                 "mismatch_dropped": sum(1 for k in keep if not k),
                 "mismatch_log_ratio_mean": (sum(mismatch_log_ratio) / len(mismatch_log_ratio))
-                if mismatch_log_ratio else None,
+                if mismatch_log_ratio
+                else None,
                 "update_s": elapsed,
                 "update_tokens_per_s": totals["input_tokens"] / max(1e-9, elapsed),
                 "lr": self.optimizer.param_groups[0]["lr"],
@@ -576,8 +590,7 @@ class SegmentGRPOTrainer:
         source = Path(path)
         state = json.loads((source / "trainer_state.json").read_text(encoding="utf-8"))
         self.model.load_state_dict(torch.load(source / "model.pt", map_location=self.device, weights_only=True))
-        self.optimizer.load_state_dict(torch.load(source / "optimizer.pt", map_location=self.device,
-                                                  weights_only=True))
+        self.optimizer.load_state_dict(torch.load(source / "optimizer.pt", map_location=self.device, weights_only=True))
         rng = torch.load(source / "rng.pt", weights_only=False)
         random.setstate(rng["python"])
         self.rng.setstate(rng["trainer"])

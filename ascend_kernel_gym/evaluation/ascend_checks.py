@@ -2093,13 +2093,16 @@ def capture_launches(task: Any, code: str, profile: str = "full", device: str = 
 
 def _exec_candidate(code: str, exec_source: Any) -> Any:
     """Run ``code`` as a module from a real file (Triton reads kernel source with ``inspect``)."""
+    import atexit
     import os
+    import shutil
     import sys
     import tempfile
     import uuid
 
     name = f"akg_capture_{uuid.uuid4().hex[:12]}"
     directory = tempfile.mkdtemp(prefix="akg-capture-")
+    atexit.register(shutil.rmtree, directory, True)  # the file must outlive the kernels' first calls
     path = os.path.join(directory, f"{name}.py")
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(code)

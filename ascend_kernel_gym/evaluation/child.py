@@ -36,7 +36,7 @@ from ascend_kernel_gym.evaluation.feedback import scrub_text
 from ascend_kernel_gym.evaluation.guard import SandboxGuard
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.livecheck import check_live_paths
-from ascend_kernel_gym.evaluation.policy import DATA_TORCH_OPS, FILL_TORCH_OPS
+from ascend_kernel_gym.evaluation.policy import FILL_TORCH_OPS
 from ascend_kernel_gym.evaluation.recorder import Recorder
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalResult, Stage
 from ascend_kernel_gym.tasks.runtime import instantiate
@@ -547,7 +547,11 @@ def _call_candidate(state: _State, candidate: Any, inputs: list[Any], first: boo
     assert recorder is not None
     gc.enable()
     try:
-        with torch.no_grad(), state.redirect or contextlib.nullcontext(), recorder.recording_forward() as stats:
+        with (
+            torch.no_grad(),
+            state.redirect or contextlib.nullcontext(),
+            recorder.recording_forward(inputs) as stats,
+        ):
             out = candidate(*inputs)
         if state.job.backend in ("cuda", "npu"):
             getattr(torch, state.job.backend).synchronize()
@@ -589,15 +593,16 @@ def _call_candidate(state: _State, candidate: Any, inputs: list[Any], first: boo
                 "the output tensor carries Python attributes; return a plain tensor written by your kernel",
             )
     out_ptrs = {cx.storage_ptr(t) for t in tensors if t.device.type != "meta" and cx.storage_nbytes(t)}
+    for ptr in out_ptrs:
+        if ptr in stats.tainted and stats.tainted[ptr] != "an input":  # returning an input: aliasing check
+            raise StageError(
+                ErrorType.TORCH_FALLBACK,
+                f"the output holds data PyTorch moved without your kernel ({stats.tainted[ptr]}); the output must be "
+                "written by your Triton kernel (casting or concatenating your kernels' results is fine)",
+            )
     for op, ptr, full in stats.writes:
         if ptr not in out_ptrs:
             continue
-        if op in DATA_TORCH_OPS:
-            raise StageError(
-                ErrorType.TORCH_FALLBACK,
-                f"the output's memory was filled by PyTorch (aten.{op}), not by one of your Triton kernels; write "
-                "the final result, in its final layout, from your kernel",
-            )
         if op in FILL_TORCH_OPS and not full:
             raise StageError(
                 ErrorType.TORCH_FALLBACK,

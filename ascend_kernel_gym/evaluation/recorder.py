@@ -69,6 +69,8 @@ class Recorder:
         #: (operator, storage pointer, covers the whole storage) for data-carrying and filling
         #: operators during the current forward call
         self.writes: list[tuple[str, int, bool]] = []
+        #: storage pointer -> where its data came from (inputs, Python data) for this forward call
+        self.tainted: dict[int, str] = {}
         self._installed = False
 
     # --- patches --------------------------------------------------------------------------------
@@ -192,11 +194,16 @@ class Recorder:
 
     # --- recording ------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def recording_forward(self) -> Iterator[_CallStats]:
-        """Record launches and operators for one call of the candidate's forward."""
+    def recording_forward(self, inputs: Any = ()) -> Iterator[_CallStats]:
+        """Record launches and operators for one call of the candidate's forward.
+
+        Args:
+            inputs: the call's arguments; their storages start out *tainted* (see ``record_write``).
+        """
         stats = _CallStats(self.launch_count, Counter(self.ops))
         mode = _OpRecordingMode(self)
         self.writes = []
+        self.tainted = {ptr: "an input" for ptr in _storage_ptrs(inputs)}
         self.recording = True
         try:
             with mode:
@@ -206,6 +213,7 @@ class Recorder:
             stats.launches = self.launch_count - stats.launches_before
             stats.ops = self.ops - stats.ops_before
             stats.writes = list(self.writes)
+            stats.tainted = dict(self.tainted)
 
     def active(self) -> bool:
         return self.recording and not self._suspended
@@ -215,21 +223,40 @@ class Recorder:
             self.ops[name] += 1
 
     def record_write(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
-        """Remember which storages a data-carrying or filling operator produced or wrote."""
+        """Track data PyTorch moves during forward.
+
+        Storages of the inputs are *tainted*; a data-carrying operator (copy, clone, cast, cat, ...)
+        whose source is tainted taints what it produces or writes, and ``torch.tensor(data)``
+        (``lift_fresh``) always taints (the data was computed in Python). Memory a kernel writes
+        is never tainted, so casting or concatenating kernel results is fine, while an output
+        that holds a PyTorch copy of the inputs is not. Partial fills are remembered in ``writes``.
+        """
         name = op.partition(".")[2]
         if name not in DATA_TORCH_OPS and name not in FILL_TORCH_OPS:
             return
         if "out" in kwargs:
-            targets = kwargs["out"]
+            targets, sources = kwargs["out"], [*args, *(v for k, v in kwargs.items() if k != "out")]
         elif name.endswith("_") and args:
-            targets = args[0]
+            targets, sources = args[0], [*args[1:], *kwargs.values()]
         else:
-            targets = out
-        for tensor in targets if isinstance(targets, (tuple, list)) else [targets]:
-            if isinstance(tensor, torch.Tensor) and tensor.device.type != "meta":
+            targets, sources = out, [*args, *kwargs.values()]
+        if name in FILL_TORCH_OPS:
+            for tensor in _tensors(targets):
                 storage = torch.Tensor.untyped_storage(tensor)
                 full = tensor.numel() * tensor.element_size() >= storage.nbytes()
                 self.writes.append((name, storage.data_ptr(), full))
+                if full:
+                    self.tainted.pop(storage.data_ptr(), None)
+            return
+        source_taint = "Python data" if name.startswith("lift_fresh") else None
+        for ptr in _storage_ptrs(sources):
+            if ptr in self.tainted:
+                source_taint = self.tainted[ptr]
+                break
+        if source_taint is None:
+            return
+        for ptr in _storage_ptrs(targets):
+            self.tainted[ptr] = f"aten.{name} of {source_taint}"
 
     def disallowed_ops(self) -> list[str]:
         """Operators seen during forward that compute (not allocation, view, metadata or copy)."""
@@ -243,6 +270,19 @@ class _CallStats:
         self.launches = 0
         self.ops: Counter[str] = Counter()
         self.writes: list[tuple[str, int, bool]] = []
+        self.tainted: dict[int, str] = {}
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value] if value.device.type != "meta" else []
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in _tensors(item)]
+    return []
+
+
+def _storage_ptrs(value: Any) -> set[int]:
+    return {torch.Tensor.untyped_storage(t).data_ptr() for t in _tensors(value)}
 
 
 def _is_allowed(op: str) -> bool:

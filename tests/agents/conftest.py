@@ -22,8 +22,14 @@ class FakeEvaluator:
     def evaluate(self, request: Any) -> EvalResult:
         self.calls += 1
         code = request.code
-        result = EvalResult(task_id=request.task.id, backend="interpreter", profile="small", code_hash=str(hash(code)),
-                            format_ok=True, static_ok=True)
+        result = EvalResult(
+            task_id=request.task.id,
+            backend="interpreter",
+            profile="small",
+            code_hash=str(hash(code)),
+            format_ok=True,
+            static_ok=True,
+        )
         solution = (request.task.solution_source() or "").strip()
         if "class ModelNew(Model)" in code:
             result.stage, result.compiled, result.correct, result.hack = Stage.CORRECTNESS, True, True, True

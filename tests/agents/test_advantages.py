@@ -154,9 +154,16 @@ def test_assign_advantages_fills_turn_spans_only():
         batch.episodes.append(episode)
         batch.samples.append(
             SegmentSample(
-                group=0, episode=member, member=member, segment=0, task_id="t",
-                prompt_ids=[9], response_ids=[1, 2, 3, 4, 5], loss_mask=[1, 1, 0, 0, 1],
-                summary_mask=[0] * 5, rollout_logprobs=[0.0] * 5,
+                group=0,
+                episode=member,
+                member=member,
+                segment=0,
+                task_id="t",
+                prompt_ids=[9],
+                response_ids=[1, 2, 3, 4, 5],
+                loss_mask=[1, 1, 0, 0, 1],
+                summary_mask=[0] * 5,
+                rollout_logprobs=[0.0] * 5,
             )
         )
     per_turn = assign_advantages(batch, "segment", gamma=1.0)

@@ -19,8 +19,16 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "configs" / "segmen
 def test_train_runs_resumes_and_logs(tmp_path, capsys):
     config = yaml.safe_load(EXAMPLE.read_text())
     # the example, shrunk: one task, two episodes of one turn (three distinct kernels at most)
-    config.update(task_ids=["core/L1/relu"], tasks_per_iteration=1, group_size=2, max_turns=1, compaction=None,
-                  save_every=1, progress=False, output_dir=str(tmp_path / "run"))
+    config.update(
+        task_ids=["core/L1/relu"],
+        tasks_per_iteration=1,
+        group_size=2,
+        max_turns=1,
+        compaction=None,
+        save_every=1,
+        progress=False,
+        output_dir=str(tmp_path / "run"),
+    )
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(config))
     assert main(["train", "--config", str(path), "--iterations", "1"]) == 0

@@ -95,8 +95,9 @@ def test_k3_kl_value_and_term():
     assert float(k3_kl(logp, ref)) == pytest.approx(k3, abs=1e-6)
     assert float(k3_kl(logp, logp)) == 0.0
     # Zero advantage, ratio 1 (old = logp): loss = beta * k3 = 0.1 * 0.1931472
-    out = clipped_surrogate_loss(logp, logp, torch.zeros(1, 1), torch.ones(1, 1), num_tokens=1, ref_logprobs=ref,
-                                 kl_coef=0.1)
+    out = clipped_surrogate_loss(
+        logp, logp, torch.zeros(1, 1), torch.ones(1, 1), num_tokens=1, ref_logprobs=ref, kl_coef=0.1
+    )
     assert float(out.loss.detach()) == pytest.approx(0.1 * k3, abs=1e-6)
     assert out.kl_sum == pytest.approx(k3, abs=1e-6)
 

@@ -148,8 +148,10 @@ class _Stub(BaseHTTPRequestHandler):
             time.sleep(type(self).delay_s)
         if payload is None:
             last = body["messages"][-1]["content"]
-            payload = {"choices": [{"message": {"role": "assistant", "content": f"echo:{last}"},
-                                    "finish_reason": "stop"}], "usage": {"total_tokens": 3}}
+            payload = {
+                "choices": [{"message": {"role": "assistant", "content": f"echo:{last}"}, "finish_reason": "stop"}],
+                "usage": {"total_tokens": 3},
+            }
         data = json.dumps(payload).encode()
         try:
             self.send_response(status)
@@ -256,6 +258,13 @@ def test_turn_counting_and_task_id():
     # after compaction only the summary remains, but it mentions turn 3
     compacted = [*_ctx(0), {"role": "user", "content": "Summary ... Result of turn 3 ..."}]
     assert turns_so_far(compacted) == 3
+    # the compaction wrapper's summary ends with the turns left; the task prompt gives the total
+    summarised = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "# Task core/L1/relu\nYou have 4 turn(s). Write..."},
+        {"role": "user", "content": "## Your summary ...\n\nYou have 1 turn(s) left. Reply with..."},
+    ]
+    assert turns_so_far(summarised) == 3
     assert task_id_from_messages(_ctx(1)) == "core/L1/relu"
     assert task_id_from_messages([{"role": "user", "content": "no id"}]) is None
 

@@ -17,19 +17,27 @@ from ascend_kernel_gym.tasks.suite import get_task  # noqa: E402
 TASKS = ["core/L1/relu", "core/L1/gelu"]
 
 
-def make_factory(evaluator, *, tokenizer=None, budget=None, max_compactions=4, max_turns=4, choice=True,
-                 reward_mode="score"):
+def make_factory(
+    evaluator, *, tokenizer=None, budget=None, max_compactions=4, max_turns=4, choice=True, reward_mode="score"
+):
     from ascend_kernel_gym.envs.ascend_triton import AscendTritonEnv
     from ascend_kernel_gym.wrappers.compaction import CompactionWrapper
 
     def factory():
-        env = AscendTritonEnv(task_ids=TASKS, backend="interpreter", evaluator=evaluator, max_turns=max_turns,
-                              reward_mode=reward_mode)
+        env = AscendTritonEnv(
+            task_ids=TASKS, backend="interpreter", evaluator=evaluator, max_turns=max_turns, reward_mode=reward_mode
+        )
         if choice:
             env = KernelChoiceWrapper(env)
         if budget is not None:
-            env = CompactionWrapper(env, budget_tokens=budget, strategy="policy", tokenizer=tokenizer,
-                                    max_compactions=max_compactions, trigger_ratio=1.0)
+            env = CompactionWrapper(
+                env,
+                budget_tokens=budget,
+                strategy="policy",
+                tokenizer=tokenizer,
+                max_compactions=max_compactions,
+                trigger_ratio=1.0,
+            )
         return env
 
     return factory
@@ -155,17 +163,18 @@ def test_token_rollout_with_compaction_segments(tiny_policy, char_tokenizer, fak
     with torch.no_grad():
         logp, _ = response_logprobs(tiny_policy.model, batch.samples, 1.0, tiny_policy.device, None)
     for row, sample in enumerate(batch.samples):
-        recomputed = logp[row, logp.shape[1] - len(sample.response_ids):]
+        recomputed = logp[row, logp.shape[1] - len(sample.response_ids) :]
         mask = torch.tensor(sample.loss_mask, dtype=torch.bool)
         assert torch.allclose(recomputed[mask], torch.tensor(sample.rollout_logprobs)[mask], atol=1e-4)
 
 
 def test_overlong_episodes_are_flagged(tiny_policy, char_tokenizer, fake_evaluator):
-    # No compaction allowed: the first time the context reaches the budget the episode ends overlong.
-    factory = make_factory(fake_evaluator, tokenizer=char_tokenizer, budget=120, max_compactions=0, max_turns=4)
+    # No compaction allowed: the first time the context reaches the budget (here: after the first turn,
+    # whose feedback alone is ~300 tokens) the episode ends overlong.
+    factory = make_factory(fake_evaluator, tokenizer=char_tokenizer, budget=300, max_compactions=0, max_turns=4)
     batch = collect_rollouts(tiny_policy, [get_task(TASKS[0])], 2, env_factory=factory)
     for episode in batch.episodes:
-        assert episode.overlong and episode.truncated
+        assert episode.overlong and episode.truncated and len(episode.turns) == 1
         assert all(batch.samples[i].overlong for i in episode.samples)
 
 
@@ -184,12 +193,16 @@ def test_env_delta_text_paths(tiny_policy):
     stream = tiny_policy.render(context) + "A" + "<|im_end|>"
     new = [*context, {"role": "assistant", "content": "A"}, {"role": "user", "content": "fb"}]
     # exact path: the template continues the stream
-    assert env_delta_text(tiny_policy, stream, context, new, True) == "\n<|im_start|>user\nfb<|im_end|>\n" \
-                                                                        "<|im_start|>assistant\n"
+    assert (
+        env_delta_text(tiny_policy, stream, context, new, True) == "\n<|im_start|>user\nfb<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
     # the env stored a cleaned-up answer ("A" -> "A!"): fall back to the template text after the answer
     cleaned = [*context, {"role": "assistant", "content": "A!"}, {"role": "user", "content": "fb"}]
-    assert env_delta_text(tiny_policy, stream, context, cleaned, True) == "\n<|im_start|>user\nfb<|im_end|>\n" \
-                                                                            "<|im_start|>assistant\n"
+    assert (
+        env_delta_text(tiny_policy, stream, context, cleaned, True) == "\n<|im_start|>user\nfb<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
     # generation cut by the length limit: the end-of-turn token is added
     cut = tiny_policy.render(context) + "A"
     assert env_delta_text(tiny_policy, cut, context, new, False).startswith("<|im_end|>\n<|im_start|>user")

@@ -24,8 +24,15 @@ PROMPT = [{"role": "user", "content": "Pick A or B."}]
 def make_trainer(policy, tmp_path, **overrides):
     from ascend_kernel_gym.tasks.suite import get_task
 
-    values = dict(output_dir=str(tmp_path / "run"), learning_rate=1e-2, group_size=2, progress=False,
-                  tensorboard=False, resume=None, max_grad_norm=None)
+    values = dict(
+        output_dir=str(tmp_path / "run"),
+        learning_rate=1e-2,
+        group_size=2,
+        progress=False,
+        tensorboard=False,
+        resume=None,
+        max_grad_norm=None,
+    )
     values.update(overrides)
     config = SegmentGRPOConfig(**values)
     return SegmentGRPOTrainer(config, policy=policy, tasks=[get_task("core/L1/relu")], env_factory=lambda: None)
@@ -40,18 +47,30 @@ def make_batch(policy, answers, rewards, overlong=()):
     eos = policy.tokenizer.eos_token_id
     for i, (answer, reward) in enumerate(zip(answers, rewards)):
         response = [*policy.encode_text(answer), eos]
-        sample = SegmentSample(group=0, episode=i, member=i, segment=0, task_id="t", prompt_ids=list(prompt_ids),
-                               response_ids=response, loss_mask=[1] * len(response), summary_mask=[0] * len(response),
-                               rollout_logprobs=[0.0] * len(response), turns=[0], overlong=i in overlong)
+        sample = SegmentSample(
+            group=0,
+            episode=i,
+            member=i,
+            segment=0,
+            task_id="t",
+            prompt_ids=list(prompt_ids),
+            response_ids=response,
+            loss_mask=[1] * len(response),
+            summary_mask=[0] * len(response),
+            rollout_logprobs=[0.0] * len(response),
+            turns=[0],
+            overlong=i in overlong,
+        )
         batch.samples.append(sample)
         episode = EpisodeRecord(group=0, member=i, task_id="t", samples=[i], overlong=i in overlong)
-        episode.turns.append(TurnRecord(index=0, segment=0, is_summary=False, reward=reward, span=(0, len(response)),
-                                        sample=i))
+        episode.turns.append(
+            TurnRecord(index=0, segment=0, is_summary=False, reward=reward, span=(0, len(response)), sample=i)
+        )
         batch.episodes.append(episode)
     with torch.no_grad():
         logp, _ = response_logprobs(policy.model, batch.samples, 1.0, policy.device, None)
     for row, sample in enumerate(batch.samples):
-        sample.rollout_logprobs = logp[row, logp.shape[1] - len(sample.response_ids):].tolist()
+        sample.rollout_logprobs = logp[row, logp.shape[1] - len(sample.response_ids) :].tolist()
     return batch
 
 
@@ -85,8 +104,9 @@ def test_micro_batching_does_not_change_the_gradient(char_tokenizer, tmp_path):
     grads = []
     for max_tokens in (10_000, 1):  # one micro-batch for all samples vs one per sample
         policy = HFPolicy(build_random_causal_lm(tokenizer=char_tokenizer, seed=5), char_tokenizer)
-        trainer = make_trainer(policy, tmp_path / str(max_tokens), max_tokens_per_micro_batch=max_tokens,
-                               learning_rate=1e-9)
+        trainer = make_trainer(
+            policy, tmp_path / str(max_tokens), max_tokens_per_micro_batch=max_tokens, learning_rate=1e-9
+        )
         trainer.update(make_batch(policy, ["A", "Bcd", "xy"], [1.0, 0.0, 0.5]))
         grads.append(torch.cat([p.grad.flatten() for p in policy.model.parameters() if p.grad is not None]))
     assert grads[0].abs().sum() > 0
@@ -129,8 +149,11 @@ def test_checkpoint_resume_restores_everything(tiny_policy, char_tokenizer, tmp_
     expected_next = [torch.rand(1).item(), trainer.rng.random()]
     expected_sample = tiny_policy.generate([PROMPT])[0].token_ids
 
-    fresh = HFPolicy(build_random_causal_lm(tokenizer=char_tokenizer, seed=99), char_tokenizer,
-                     sampling=SamplingParams(max_new_tokens=6, seed=0))
+    fresh = HFPolicy(
+        build_random_causal_lm(tokenizer=char_tokenizer, seed=99),
+        char_tokenizer,
+        sampling=SamplingParams(max_new_tokens=6, seed=0),
+    )
     resumed = make_trainer(fresh, tmp_path, resume="auto")
     assert resumed.iteration == 3 and resumed.optimizer_steps == 1
     for a, b in zip(tiny_policy.model.state_dict().values(), fresh.model.state_dict().values()):
