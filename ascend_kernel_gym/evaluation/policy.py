@@ -13,6 +13,7 @@ ALLOWED_IMPORT_ROOTS: frozenset[str] = frozenset(
     {
         "__future__",
         "torch",
+        "torch_npu",  # the npu prompt asks for it; its graph capture is refused below
         "triton",
         "math",
         "typing",
@@ -147,6 +148,10 @@ FORBIDDEN_PATHS: dict[str, str] = {
     "torch.cuda.make_graphed_callables": "CUDA graph capture is not allowed",
     "torch.npu.graph": "NPU graph capture is not allowed",
     "torch.npu.NPUGraph": "NPU graph capture is not allowed",
+    "torch_npu.npu.graph": "NPU graph capture is not allowed",
+    "torch_npu.npu.NPUGraph": "NPU graph capture is not allowed",
+    "torch_npu.npu.graphs": "NPU graph capture is not allowed",
+    "torch_npu.npu.make_graphed_callables": "NPU graph capture is not allowed",
     "torch.utils": "torch.utils (native extensions, data loaders, dlpack, dispatch modes) is not allowed",
     "torch.from_numpy": "NumPy interop is not allowed",
     "torch.library": "registering custom operators is not allowed",

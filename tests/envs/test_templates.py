@@ -49,11 +49,6 @@ def test_fill_does_not_expand_placeholders_inside_values() -> None:
     assert fill("a {{x}} b", {"x": "{{y}}"}) == "a {{y}} b"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="evaluation/policy.py does not allow `import torch_npu` yet (requested from the evaluator helper); "
-    "the npu prompt asks for it, so a compliant answer is rejected as forbidden. Remove this marker once allowed.",
-)
 def test_npu_prompt_instructions_pass_the_static_stage() -> None:
     from ascend_kernel_gym.evaluation import check_source
     from ascend_kernel_gym.tasks import get_task
@@ -62,3 +57,5 @@ def test_npu_prompt_instructions_pass_the_static_stage() -> None:
     header = "import torch\nimport torch.nn as nn\nimport torch_npu\nimport triton\nimport triton.language as tl\n"
     report = check_source(header + source)
     assert report.ok, report.message()
+    capture = header + source + "\n\ndef capture():\n    return torch_npu.npu.NPUGraph()\n"
+    assert not check_source(capture).ok  # graph capture stays refused through torch_npu
