@@ -190,29 +190,38 @@ def _device(backend: str) -> str:
     return "cpu" if backend == "interpreter" else backend
 
 
-def _build(task: Any, code: str, profile: str, seed: int, device: str) -> tuple[Any, Any, list[Any]]:
-    """Reference model, candidate model (with the reference's parameters) and inputs on ``device``."""
+def _reference(task: Any, profile: str, seed: int, device: str) -> tuple[list[Any], Any, list[Any]]:
+    """``(init inputs, reference model, inputs)`` on ``device``."""
     import torch
 
-    from ascend_kernel_gym.evaluation.ascend_checks import _exec_candidate
-    from ascend_kernel_gym.tasks.runtime import exec_source, instantiate
+    from ascend_kernel_gym.tasks.runtime import instantiate
 
     tm = instantiate(task, profile)
     torch.manual_seed(seed)
     init = tm.get_init_inputs()
     reference = tm.Model(*init)
-    candidate = _exec_candidate(code, exec_source).ModelNew(*init) if code else None
+    if isinstance(reference, torch.nn.Module):
+        reference = reference.to(device).eval()
+    torch.manual_seed(seed + 1)
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in tm.get_inputs()]
+    return init, reference, inputs
+
+
+def _candidate(code: str, init: list[Any], reference: Any, device: str) -> Any:
+    """The variant's ``ModelNew`` on ``device`` with the reference's parameters where they match."""
+    import torch
+
+    from ascend_kernel_gym.evaluation.ascend_checks import _exec_candidate
+    from ascend_kernel_gym.tasks.runtime import exec_source
+
+    candidate = _exec_candidate(code, exec_source).ModelNew(*init)
     if isinstance(reference, torch.nn.Module) and isinstance(candidate, torch.nn.Module):
+        candidate = candidate.to(device)
         mine = candidate.state_dict()
         matching = {k: v for k, v in reference.state_dict().items() if k in mine and mine[k].shape == v.shape}
         candidate.load_state_dict(matching, strict=False)
-    torch.manual_seed(seed + 1)
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in tm.get_inputs()]
-    if isinstance(reference, torch.nn.Module):
-        reference = reference.to(device).eval()
-    if isinstance(candidate, torch.nn.Module):
-        candidate = candidate.to(device).eval()
-    return reference, candidate, inputs
+        candidate = candidate.eval()
+    return candidate
 
 
 def _outputs_match(out: Any, ref: Any, atol: float, rtol: float) -> tuple[bool, str]:
@@ -294,7 +303,8 @@ def verify_variant(job: dict[str, Any]) -> dict[str, Any]:
     try:
         task = get_task(job["task_id"])
         device = _device(job["backend"])
-        reference, candidate, inputs = _build(task, job["code"], job["profile"], job["seed"], device)
+        init, reference, inputs = _reference(task, job["profile"], job["seed"], device)
+        candidate = _candidate(job["code"], init, reference, device)
         with torch.no_grad():
             ref = reference(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
             out = candidate(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
@@ -356,14 +366,14 @@ def time_task(task: Any, variants: list[tuple[str, str]], args: argparse.Namespa
 
     device = _device(args.backend)
     flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device=device) if args.backend == "cuda" else None
-    reference, _, inputs = _build(task, "", args.profile, args.seed, device)
+    init, reference, inputs = _reference(task, args.profile, args.seed, device)
     out: dict[str, Any] = {"variants": {}}
     try:
         out["ref_ms"] = time_call(reference, inputs, args.backend, args.reps, args.warmup, flush)
         for label, code in variants:
             candidate = None
             try:
-                _, candidate, _ = _build(task, code, args.profile, args.seed, device)
+                candidate = _candidate(code, init, reference, device)
                 out["variants"][label] = time_call(candidate, inputs, args.backend, args.reps, args.warmup, flush)
             except Exception as exc:
                 out["variants"][label] = None

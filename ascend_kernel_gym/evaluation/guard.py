@@ -33,6 +33,8 @@ import sysconfig
 from collections.abc import Callable
 from typing import Any
 
+#: How subprocess.Popen starts a program; allowed where Popen is (Triton's own compiler calls on devices).
+LIBRARY_SPAWN_EVENTS = frozenset({"os.posix_spawn", "os.exec"})
 _PROCESS_EVENTS = frozenset(
     {
         "os.system",
@@ -257,6 +259,10 @@ class SandboxGuard:
             self._refuse(f"tried to use the network ({event})")
             return
         if event in _PROCESS_EVENTS:
+            # subprocess.Popen starts its program with os.posix_spawn where it can (Linux): the
+            # library-caller rule of the Popen event below applies to that spawn too.
+            if event in LIBRARY_SPAWN_EVENTS and self.backend != "interpreter" and self._caller() == "library":
+                return
             self._refuse(f"tried to create or signal a process or change its limits ({event})")
             return
         if event == "subprocess.Popen":

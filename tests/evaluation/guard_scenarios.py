@@ -35,10 +35,38 @@ SCENARIOS = {
     "ctypes": "import ctypes",
     "harness_thread": None,  # the harness itself (not the candidate) starts a thread: allowed
 }
+#: On device backends Triton's own code starts compilers (ptxas, cc) through subprocess, which
+#: spawns with os.posix_spawn; the same call made by the candidate stays refused.
+DEVICE_SCENARIOS = {
+    "device_library_compiler": "LIBRARY.build()",
+    "device_candidate_subprocess": "subprocess.run(['true'])",
+}
+LIBRARY_SOURCE = (
+    "import os\nimport subprocess\n\n"
+    "def build():\n"
+    "    subprocess.run(['true'], check=True)\n"
+    # what subprocess does on Python >= 3.12 when it can: the os.posix_spawn audit event
+    "    os.waitpid(os.posix_spawnp('true', ['true'], dict(os.environ)), 0)\n"
+)
 
 
-def run(name: str, code: str | None) -> str:
+def _fake_library() -> tuple[str, object]:
+    """A stand-in for Triton's package: a module outside the stdlib that starts a compiler."""
+    if "fake_compiler" not in sys.modules:
+        library_dir = tempfile.mkdtemp(prefix="akg-guard-lib-")
+        with open(os.path.join(library_dir, "fake_compiler.py"), "w") as handle:
+            handle.write(LIBRARY_SOURCE)
+        sys.path.insert(0, library_dir)
+        import fake_compiler  # noqa: F401
+
+        sys.path.remove(library_dir)
+    module = sys.modules["fake_compiler"]
+    return os.path.dirname(module.__file__), module
+
+
+def run(name: str, code: str | None, backend: str = "interpreter") -> str:
     sandbox = tempfile.mkdtemp(prefix="akg-guard-")
+    library_dir, fake_compiler = _fake_library()
     open(os.path.join(sandbox, "a"), "w").close()
     candidate = os.path.join(sandbox, "kernel.py")
     read_fd, write_fd = os.pipe()
@@ -50,7 +78,7 @@ def run(name: str, code: str | None) -> str:
             os.write(write_fd, ("refused: " + message).encode())
             os._exit(3)
 
-        guard = SandboxGuard(sandbox, candidate, "interpreter", refuse, library_dirs=())
+        guard = SandboxGuard(sandbox, candidate, backend, refuse, library_dirs=(library_dir,))
         guard.install()
         if code is None:
             worker = threading.Thread(target=lambda: None)
@@ -63,6 +91,7 @@ def run(name: str, code: str | None) -> str:
                 "subprocess": subprocess,
                 "threading": threading,
                 "SANDBOX": sandbox,
+                "LIBRARY": fake_compiler,
                 "__name__": "akg_candidate",
             }
             exec(compile(code.format(pid=os.getpid()), candidate, "exec"), namespace)
@@ -76,5 +105,7 @@ def run(name: str, code: str | None) -> str:
 
 
 if __name__ == "__main__":
-    print(json.dumps({name: run(name, code) for name, code in SCENARIOS.items()}))
+    verdicts = {name: run(name, code) for name, code in SCENARIOS.items()}
+    verdicts.update({name: run(name, code, backend="cuda") for name, code in DEVICE_SCENARIOS.items()})
+    print(json.dumps(verdicts))
     sys.exit(0)

@@ -411,7 +411,6 @@ def test_bench_spearman_and_variants() -> None:
     assert "MAX_PROGRAMS = 256" in variants["programs /16"]
 
 
-@pytest.mark.slow
 def test_bench_dry_run(tmp_path) -> None:
     import json
     import subprocess
