@@ -11,8 +11,8 @@ TASK = {
         "Q, K, V of shape [batch, heads, seq, head_dim]."
     ),
     "dtype": "float16",
-    "atol": 2e-2,
-    "rtol": 2e-2,
+    "atol": 5e-2,
+    "rtol": 5e-2,
     "profiles": {
         "full": {"batch_size": 4, "num_heads": 32, "seq_len": 2048, "head_dim": 128},
         "small": {"batch_size": 2, "num_heads": 3, "seq_len": 50, "head_dim": 48},

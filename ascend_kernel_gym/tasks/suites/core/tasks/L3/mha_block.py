@@ -11,8 +11,8 @@ TASK = {
         "Linear(d, 3d), per-head softmax(q k^T / sqrt(head_dim)) v, and an output projection Linear(d, d)."
     ),
     "dtype": "float16",
-    "atol": 2e-2,
-    "rtol": 2e-2,
+    "atol": 5e-2,
+    "rtol": 5e-2,
     "profiles": {
         "full": {"batch_size": 8, "seq_len": 2048, "d_model": 4096, "num_heads": 32},
         "small": {"batch_size": 2, "seq_len": 33, "d_model": 96, "num_heads": 4},
