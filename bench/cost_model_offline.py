@@ -38,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     measured = json.loads(args.measured.read_text())
     meta = measured["meta"]
     max_variants = 4  # the GPU run used --max-variants 4 (see its command)
-    rows = [r for r in measured["rows"] if str(r.get("correct")) == "True" and r.get("measured_ms") not in (None, "None")]
+    rows = [
+        r for r in measured["rows"] if str(r.get("correct")) == "True" and r.get("measured_ms") not in (None, "None")
+    ]
     from ascend_kernel_gym.tasks import get_task
 
     jobs, keys = [], []
