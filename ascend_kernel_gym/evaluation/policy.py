@@ -431,15 +431,6 @@ ALLOWED_TORCH_OPS: frozenset[str] = frozenset(
         "_has_compatible_shallow_copy_type",
         "record_stream",
         # copies (no compute)
-        "clone",
-        "copy_",
-        "_to_copy",
-        "to",
-        "_copy_from",
-        "_copy_from_and_resize",
-        "cat",
-        "stack",
-        "pad",
-        "constant_pad_nd",
+        *DATA_TORCH_OPS,
     }
 )
