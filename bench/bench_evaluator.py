@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fresh", type=int, default=3, help="fresh-process evaluations (default 3)")
     parser.add_argument("--latency", type=int, default=10, help="sequential warm evaluations (default 10)")
-    parser.add_argument("--throughput", type=int, default=12, help="evaluations per throughput run (default 12)")
+    parser.add_argument("--throughput", type=int, default=24, help="evaluations per throughput run (default 24)")
     parser.add_argument("--out", type=Path, default=None, help="also write the table as markdown here")
     args = parser.parse_args(argv)
 
@@ -167,9 +167,13 @@ def main(argv: list[str] | None = None) -> int:
             f"- date: {dt.date.today().isoformat()}",
             f"- machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
             f"- torch {_version('torch')}, triton {_version('triton')}",
-            f"- 1-minute load average before / after: {load_before:.1f} / {load_after:.1f} "
-            "(above the core count, other processes shared the CPU and the 2-worker scaling is understated)",
-            "- command: `python bench/bench_evaluator.py --out bench/results/evaluator_cpu.md`",
+            f"- 1-minute load average before / after: {load_before:.1f} / {load_after:.1f}"
+            + (
+                " (above the core count: other processes shared the CPU and the 2-worker scaling is understated)"
+                if max(load_before, load_after) > (os.cpu_count() or 1)
+                else ""
+            ),
+            f"- command: `python bench/bench_evaluator.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
             "",
             "| mode | workers | evaluations | median latency (s) | evaluations/s | latency ratio vs fresh |",
             "|---|---|---|---|---|---|",

@@ -40,6 +40,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _bootstrap  # noqa: E402, F401  (before the package: works without gymnasium)
 
 #: (label, kind, factor) in the order variants are generated.
 VARIANT_PLAN: tuple[tuple[str, str, float], ...] = (
@@ -184,6 +186,9 @@ def make_variants(source: str, max_variants: int) -> list[tuple[str, str]]:
 def _init_worker(backend: str) -> None:
     if backend == "interpreter":
         os.environ["TRITON_INTERPRET"] = "1"
+        from ascend_kernel_gym.evaluation import interpreter_compat
+
+        interpreter_compat.install()
 
 
 def _device(backend: str) -> str:
@@ -408,6 +413,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--compile-workers", type=int, default=None, help="processes compiling / checking variants")
     parser.add_argument("--estimate-timeout", type=float, default=900.0, help="seconds for all cost-model passes")
     parser.add_argument("--out", required=True, help="markdown report path (a .json with raw data is written too)")
+    parser.add_argument("--merge", type=Path, nargs="+", default=None, help="only merge these runs' .json into --out")
     args = parser.parse_args(argv)
     if args.dry_run:
         args.backend = "interpreter"
@@ -434,8 +440,10 @@ def _progress(iterable: Any, total: int, desc: str) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
-    if args.backend == "interpreter":
-        os.environ["TRITON_INTERPRET"] = "1"
+    if args.merge:
+        print(merge_reports(args.merge, Path(args.out)).split("\n| task | n |")[0])
+        return 0
+    _init_worker(args.backend)  # this process times the variants
     import multiprocessing
 
     import torch
@@ -690,6 +698,7 @@ def render_markdown(
         f"profile `{meta['profile']}`, at most {meta['max_programs']} programs run per launch (the rest "
         f"extrapolated). Times: median of {meta['reps']} calls, events around each call plus a device-wide "
         f"synchronize, L2 flushed before each call. Wall time: {meta['seconds']['total']} s.",
+        *(f"\n{note}" for note in meta.get("notes", [])),
         "",
         "| summary | value |",
         "|---|---|",
@@ -725,6 +734,25 @@ def render_markdown(
                 f"{note.replace('|', '/')[:100]} |"
             )
     return "\n".join(lines) + "\n"
+
+
+def merge_reports(paths: list[Path], out: Path) -> str:
+    """One report (summary over every row) from several runs' JSON files, e.g. one run per level."""
+    runs = [json.loads(path.read_text()) for path in paths]
+    rows = [row for run in runs for row in run["rows"]]
+    meta = dict(runs[0]["meta"])
+    meta["command"] = "` and `".join(run["meta"]["command"] for run in runs)
+    meta["date"] = " and ".join(dict.fromkeys(run["meta"]["date"] for run in runs))
+    meta["seconds"] = {"total": round(sum(float(run["meta"]["seconds"]["total"]) for run in runs), 1)}
+    meta["notes"] = [
+        f"Merged from {', '.join(path.name for path in paths)}."
+        + "".join(f" {note}" for run in runs for note in run["meta"].get("notes", []))
+    ]
+    summary = _summarise(rows)
+    text = render_markdown(meta, summary, rows)
+    out.write_text(text)
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "summary": summary, "rows": rows}, indent=2))
+    return text
 
 
 if __name__ == "__main__":

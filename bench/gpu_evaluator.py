@@ -16,6 +16,12 @@ torch and triton versions) and the raw numbers as JSON:
     python bench/gpu_evaluator.py                         # cuda, writes $OUT/gpu_evaluator.md if $OUT is set
     python bench/gpu_evaluator.py --out bench/results/gpu_evaluator_h200.md
     python bench/gpu_evaluator.py --backend interpreter --dry-run     # CPU smoke test of this script
+
+Each task's rows are written as soon as its repeats finish, so a run cut short by a time limit
+keeps what it measured. Runs split to fit a limit (``--levels 1,2`` then ``--levels 3
+--skip-relu``) are merged into one report, a later run's row replacing an earlier one:
+
+    python bench/gpu_evaluator.py --merge run_l12.json run_l3.json --out bench/results/gpu_evaluator_h200.md
 """
 
 from __future__ import annotations
@@ -27,34 +33,18 @@ import json
 import os
 import pickle
 import platform
-import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import types
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
-
-def _import_package_without_gymnasium() -> None:
-    """The package __init__ registers Gymnasium envs; the evaluator itself does not need gymnasium."""
-    try:
-        import gymnasium  # noqa: F401
-    except ImportError:
-        init = (ROOT / "ascend_kernel_gym" / "__init__.py").read_text()
-        match = re.search(r'__version__\s*=\s*"([^"]+)"', init)
-        pkg = types.ModuleType("ascend_kernel_gym")
-        pkg.__path__ = [str(ROOT / "ascend_kernel_gym")]  # type: ignore[attr-defined]
-        pkg.__version__ = match.group(1) if match else "0"  # type: ignore[attr-defined]
-        sys.modules["ascend_kernel_gym"] = pkg
-
-
-_import_package_without_gymnasium()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _bootstrap  # noqa: E402, F401  (before the package: works without gymnasium)
 
 from ascend_kernel_gym.evaluation import EvalRequest, EvalResult, Evaluator  # noqa: E402
 from ascend_kernel_gym.evaluation.job import Job  # noqa: E402
@@ -132,7 +122,7 @@ def bench_solutions(ev: Evaluator, tasks: list[Any], repeats: int, profile: str 
             owners.append(task.id)
     results: list[EvalResult] = []
     batch = max(1, ev.workers)
-    for start in _progress(list(range(0, len(requests), batch)), "reference solutions"):
+    for start in range(0, len(requests), batch):
         results.extend(ev.evaluate_many(requests[start : start + batch]))
     rows = []
     for task in tasks:
@@ -259,6 +249,11 @@ def _fmt(value: float | None, pattern: str = "{:.3f}") -> str:
     return "-" if value is None else pattern.format(value)
 
 
+def _median_durations(durations: list[dict[str, float]]) -> dict[str, float]:
+    keys = [key for key in durations[0]] if durations else []
+    return {key: statistics.median(d.get(key, 0.0) for d in durations) for key in keys}
+
+
 def render(meta: dict[str, Any], rows: list[dict[str, Any]], relu: dict[str, Any] | None) -> str:
     lines = [
         f"# Evaluator on {meta['backend']}: reference solutions and warm pool vs fresh process",
@@ -266,7 +261,15 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], relu: dict[str, Any
         f"- date: {meta['date']}",
         f"- device: {meta['device']}",
         f"- versions: {', '.join(f'{k} {v}' for k, v in meta['versions'].items())}, Python {meta['python']}",
-        f"- command: `{meta['command']}`",
+        *(
+            [f"- command: `{meta['command']}`"]
+            if "merged" not in meta
+            else ["- merged from these runs (a later run's row replaces an earlier one for the same task):"]
+            + [
+                f"  - {run['date']}: `{run['command']}` ({', '.join(run['tasks']) or 'relu only'})"
+                for run in meta["merged"]
+            ]
+        ),
         f"- workers: {meta['workers']} (one per GPU), timed repetitions per model: {meta['reps']}, "
         f"repeats per task: {meta['repeats']}, profile: {meta['profile'] or 'default'}",
         "- zygotes: " + ", ".join(json.dumps(info, sort_keys=True) for info in meta["zygotes"]),
@@ -307,7 +310,7 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], relu: dict[str, Any
             "",
             f"## {relu['task']} ({relu['profile']} profile): one evaluation, wall seconds",
             "",
-            "5 correctness trials and 100 timed trials per model in both cases; median of "
+            f"5 correctness trials and {meta['reps']} timed trials per model in both cases; median of "
             f"{len(relu['warm_walls'])} evaluations each.",
             "",
             "| harness | median wall s | min | max | all correct |",
@@ -317,11 +320,50 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], relu: dict[str, Any
             f"| warm pool (fork per evaluation) | {warm:.2f} | {min(relu['warm_walls']):.2f} | "
             f"{max(relu['warm_walls']):.2f} | {all(relu['warm_ok'])} |",
             "",
+            "Where a warm-pool evaluation's time goes (median seconds over the runs; `compile.*` are parts "
+            "of `compile`, `child_wall` is fork to result):",
+            "",
+            "| part | seconds |",
+            "|---|---|",
+            *(f"| {key} | {value:.3f} |" for key, value in _median_durations(relu["warm_stage_durations"]).items()),
+            "",
             f"Warm pool is {fresh / warm:.1f}x faster per evaluation; importing torch + triton alone takes "
             f"{relu['fresh_import_s']:.2f} s in a fresh process. Target: <= 1 s per evaluation with the warm pool "
             "(issue 3; reference point: 8.4-11.5 s for a KernelBench-style fresh-process evaluation on an H200).",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _write(
+    out: Path, meta: dict[str, Any], rows: list[dict[str, Any]], relu: dict[str, Any] | None, started: float
+) -> str:
+    meta["elapsed_s"] = round(time.time() - started, 1)
+    text = render(meta, rows, relu)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "solutions": rows, "relu": relu}, indent=2))
+    return text
+
+
+def merge(paths: list[Path], out: Path) -> str:
+    """One report from several runs' JSON files (e.g. a run per level that each fit a time limit)."""
+    runs = [json.loads(path.read_text()) for path in paths]
+    rows: dict[str, dict[str, Any]] = {}
+    relu = None
+    for run in runs:
+        rows.update({row["task"]: row for row in run["solutions"]})
+        relu = run.get("relu") or relu
+    meta = dict(runs[0]["meta"])
+    meta["merged"] = [
+        {"date": run["meta"]["date"], "command": run["meta"]["command"], "tasks": [r["task"] for r in run["solutions"]]}
+        for run in runs
+    ]
+    meta["zygotes"] = [z for run in runs for z in run["meta"]["zygotes"]]
+    ordered = [rows[task] for task in sorted(rows)]
+    text = render(meta, ordered, relu)
+    out.write_text(text)
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "solutions": ordered, "relu": relu}, indent=2))
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -337,7 +379,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=None, help="default: one per visible GPU")
     parser.add_argument("--dry-run", action="store_true", help="tiny run (3 tasks, 2 repeats, small shapes)")
     parser.add_argument("--out", type=Path, default=None, help="markdown output (default: $OUT/gpu_evaluator.md)")
+    parser.add_argument("--merge", type=Path, nargs="+", default=None, help="merge these runs' .json files into --out")
     args = parser.parse_args(argv)
+    if args.merge:
+        if args.out is None:
+            parser.error("--merge needs --out")
+        print(merge(args.merge, args.out))
+        return 0
 
     profile = None
     if args.dry_run:
@@ -379,15 +427,16 @@ def main(argv: list[str] | None = None) -> int:
             "zygotes": [h.info for h in ev._handles],
         }
         print(json.dumps(meta, indent=2), flush=True)
-        rows = [] if args.skip_solutions else bench_solutions(ev, tasks, args.repeats, profile)
+        rows: list[dict[str, Any]] = []
         relu = None
         if not args.skip_relu:
             relu = bench_relu(ev, ev.backend, profile or "full", args.relu_runs, args.reps)
-    meta["elapsed_s"] = round(time.time() - started, 1)
-    text = render(meta, rows, relu)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
-    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "solutions": rows, "relu": relu}, indent=2))
+            _write(out, meta, rows, relu, started)
+        if not args.skip_solutions:
+            for task in _progress(tasks, "reference solutions"):
+                rows.extend(bench_solutions(ev, [task], args.repeats, profile))
+                _write(out, meta, rows, relu, started)  # partial results survive a time limit
+    text = _write(out, meta, rows, relu, started)
     print(text)
     print(f"wrote {out} and {out.with_suffix('.json')} in {meta['elapsed_s']} s")
     return 0

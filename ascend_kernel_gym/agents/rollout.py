@@ -144,7 +144,7 @@ def _segment_info(info: Mapping[str, Any]) -> dict[str, Any]:
 
 def _eval_facts(info: Mapping[str, Any]) -> tuple[bool | None, float | None]:
     result = info.get("eval")
-    if not isinstance(result, Mapping):
+    if not isinstance(result, Mapping) or not result:  # {} on summary turns: nothing was evaluated
         return None, None
     correct = bool(result.get("correct")) and not bool(result.get("hack"))
     speedup = result.get("speedup")

@@ -12,6 +12,12 @@ count, per launch and per program,
   ops and elements consumed by reductions and scans (index and mask arithmetic included);
 - programs launched, the grid, ``num_warps`` and the bytes of the launch's tensor arguments.
 
+The hooks read the interpreter's arguments by parameter name (then position, then type), so the
+builder signatures of triton 3.6 and 3.9 both work; a count that still fails is recorded as
+``uncounted`` (the counts are then lower bounds) and never breaks the kernel. Inside the block,
+``tl.tensor.__index__`` (``range(n)`` over a runtime ``n``) converts through ``.item()``: triton
+3.6's ``int(handle.data)`` on a 1-element array is a TypeError with NumPy >= 2.4.
+
 With ``max_programs = n`` only a sample of the programs of a large grid runs (``n - 1`` linear
 program ids evenly spaced over ``[0, P - 2]``, plus the last program ``P - 1``) and the counts are
 extrapolated: ``total = c(last) + (P - 1) / (n - 1) * sum(c(the other sampled programs))``. This is
@@ -35,8 +41,10 @@ Imports torch / triton only inside functions.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import math
+import operator
 import os
 import pickle
 import subprocess
@@ -47,6 +55,8 @@ from pathlib import Path
 from typing import Any
 
 from ascend_kernel_gym.backends.chips import ChipProfile, resolve_chip
+from ascend_kernel_gym.evaluation.interpreter_compat import scalar as _scalar
+from ascend_kernel_gym.evaluation.interpreter_compat import wrap_patch_lang_tensor
 
 __all__ = [
     "KernelCounters",
@@ -97,6 +107,8 @@ class LaunchCounters:
     dot_flops_ieee: float = 0.0
     vector_ops: float = 0.0
     atomic_ops: float = 0.0
+    #: interpreter calls (in the programs run) that could not be counted: the counts are lower bounds
+    uncounted: int = 0
 
     @property
     def sampled(self) -> bool:
@@ -197,6 +209,8 @@ class _State:
         self.pending_executor: Any = None
         self.suspended = 0
         self.sample_set: set[int] | None = None
+        #: hook calls of the current launch whose counting raised (see ``LaunchCounters.uncounted``)
+        self.uncounted = 0
 
     def add(self, index: int, amount: float) -> None:
         if self.current is not None and not self.suspended:
@@ -214,10 +228,42 @@ def _elem_bytes(handle: Any) -> int:
     return max(1, bits // 8)
 
 
-def _active_lanes(mask: Any, shape: Any) -> int:
+def _np_data(value: Any) -> Any:
+    """The NumPy payload of an interpreter ``TensorHandle`` (or ``value`` itself when it is
+    already an array or a scalar; an ndarray's own ``.data`` is a raw buffer, never unwrapped)."""
     import numpy as np
 
-    data = getattr(mask, "data", mask)
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value
+    return getattr(value, "data", value)
+
+
+def _to_int(value: Any) -> int:
+    """``int(value)`` for Python ints, NumPy scalars / 0-d / 1-element arrays, interpreter
+    ``TensorHandle`` / ``tl.tensor`` scalars and anything with ``__index__``."""
+    if isinstance(value, int):
+        return int(value)
+    with contextlib.suppress(TypeError):
+        return operator.index(value)
+    handle = getattr(value, "handle", None)  # a tl.tensor
+    return int(_scalar(_np_data(value if handle is None else handle)))
+
+
+def _is_pointer(value: Any) -> bool:
+    is_ptr = getattr(getattr(value, "dtype", None), "is_ptr", None)
+    try:
+        return callable(is_ptr) and bool(is_ptr())
+    except Exception:  # noqa: BLE001 - a dtype of another kind
+        return False
+
+
+def _active_lanes(mask: Any, shape: Any) -> int:
+    """Lanes of ``shape`` that ``mask`` (a handle, an array, a scalar or ``None``) leaves on."""
+    import numpy as np
+
+    if mask is None:
+        return math.prod(int(d) for d in shape)
+    data = _np_data(mask)
     try:
         return int(np.count_nonzero(np.broadcast_to(data, shape)))
     except ValueError:
@@ -256,8 +302,8 @@ class _ProgramRunner:
         from triton.runtime.interpreter import interpreter_builder
 
         state = self.state
-        x, y, z = interpreter_builder.grid_idx
-        _, ny, nz = interpreter_builder.grid_dim
+        x, y, z = (_to_int(i) for i in interpreter_builder.grid_idx)
+        _, ny, nz = (_to_int(d) for d in interpreter_builder.grid_dim)
         index = (x * ny + y) * nz + z
         if state.sample_set is not None and index not in state.sample_set:
             return None
@@ -300,7 +346,7 @@ def instrument(max_programs: int | None = None) -> Iterator[KernelCounters]:
     saved: list[tuple[Any, str, Any]] = []
 
     def patch(owner: Any, name: str, make: Any) -> None:
-        original = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name)
+        original = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
         if original is None:
             original = getattr(owner, name, None)
         if original is None:
@@ -308,35 +354,84 @@ def instrument(max_programs: int | None = None) -> Iterator[KernelCounters]:
         saved.append((owner, name, owner.__dict__[name] if name in owner.__dict__ else None))
         setattr(owner, name, make(original))
 
-    def counting_load(original: Any) -> Any:
-        def create_masked_load(self: Any, ptrs: Any, mask: Any, other: Any, *rest: Any, **kw: Any) -> Any:
-            if state.current is not None and not state.suspended:
-                lanes = _active_lanes(mask, ptrs.data.shape)
-                state.add(0, lanes * _elem_bytes(ptrs))
-                state.add(2, 1.0)
-            return original(self, ptrs, mask, other, *rest, **kw)
+    def counting(count: Any) -> None:
+        """Run one count; a failure (an interpreter whose internals drifted) is recorded on the
+        launch (``uncounted``), never raised into the candidate's kernel."""
+        if state.current is None or state.suspended:
+            return
+        try:
+            count()
+        except Exception:  # noqa: BLE001 - counting must never break the kernel it counts
+            state.uncounted += 1
 
-        return create_masked_load
+    def binder(original: Any) -> Any:
+        """``(self, args, kwargs) -> {parameter: value}`` by ``original``'s signature (``{}`` when it
+        cannot be bound), so the hooks read arguments by name whatever the positional layout."""
+        try:
+            signature: inspect.Signature | None = inspect.signature(original)
+        except (TypeError, ValueError):
+            signature = None
+
+        def bind(self: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> dict[str, Any]:
+            if signature is not None:
+                with contextlib.suppress(TypeError):
+                    return dict(signature.bind(self, *args, **kw).arguments)
+            return {}
+
+        return bind
+
+    def pick(bound: dict[str, Any], args: tuple[Any, ...], names: tuple[str, ...], index: int) -> Any:
+        for name in names:
+            if name in bound:
+                return bound[name]
+        return args[index] if 0 <= index < len(args) else None
+
+    def pointer(bound: dict[str, Any], args: tuple[Any, ...], index: int) -> Any:
+        """The pointer operand: by name, else by position, else the first pointer-typed handle."""
+        found = pick(bound, args, ("ptrs", "ptr", "pointer", "pointers"), index)
+        if _is_pointer(found):
+            return found
+        candidates = list(args) + [v for v in bound.values() if v is not None]
+        return next((value for value in candidates if _is_pointer(value)), found)
+
+    def counting_memop(original: Any, slot: int, ptr_index: int, mask_index: int) -> Any:
+        bind = binder(original)
+
+        def memop(self: Any, *args: Any, **kw: Any) -> Any:
+            def count() -> None:
+                bound = bind(self, args, kw)
+                ptrs = pointer(bound, args, ptr_index)
+                mask = pick(bound, args, ("mask", "masks"), mask_index)
+                lanes = _active_lanes(mask, _np_data(ptrs).shape)
+                state.add(slot, lanes * _elem_bytes(ptrs))
+                state.add(2, 1.0)
+
+            counting(count)
+            return original(self, *args, **kw)
+
+        return memop
+
+    def counting_load(original: Any) -> Any:
+        # create_masked_load(ptrs, mask, other, cache..., is_volatile): 3.6 and 3.9 differ after `other`
+        return counting_memop(original, 0, 0, 1)
 
     def counting_store(original: Any) -> Any:
-        def create_masked_store(self: Any, ptrs: Any, value: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
-            if state.current is not None and not state.suspended:
-                lanes = _active_lanes(mask, ptrs.data.shape)
-                state.add(1, lanes * _elem_bytes(ptrs))
-                state.add(2, 1.0)
-            return original(self, ptrs, value, mask, *rest, **kw)
-
-        return create_masked_store
+        # create_masked_store(ptrs, value, mask, cache...)
+        return counting_memop(original, 1, 0, 2)
 
     def counting_dot(original: Any) -> Any:
-        def create_dot(self: Any, a: Any, b: Any, *rest: Any, **kw: Any) -> Any:
-            if state.current is not None and not state.suspended:
-                sa, sb = a.data.shape, b.data.shape
+        bind = binder(original)
+
+        def create_dot(self: Any, *args: Any, **kw: Any) -> Any:
+            def count() -> None:
+                bound = bind(self, args, kw)
+                a, b = pick(bound, args, ("a", "lhs"), 0), pick(bound, args, ("b", "rhs"), 1)
+                sa, sb = _np_data(a).shape, _np_data(b).shape
                 if len(sa) >= 2 and len(sb) >= 2:
                     batch = math.prod(sa[:-2]) if len(sa) > 2 else 1
                     flops = 2.0 * batch * sa[-2] * sa[-1] * sb[-1]
                     wide = max(_elem_bytes(a), _elem_bytes(b)) >= 4
-                    precision = rest[1] if len(rest) > 1 else kw.get("input_precision")
+                    precision = pick(bound, args, ("input_precision",), 3)
                     name = str(getattr(precision, "name", precision) or "").upper()
                     if not wide:
                         state.add(3, flops)
@@ -344,66 +439,75 @@ def instrument(max_programs: int | None = None) -> Iterator[KernelCounters]:
                         state.add(7, flops)
                     else:  # tf32 (x3 passes for tf32x3)
                         state.add(4, flops * (3.0 if "X3" in name else 1.0))
-            return original(self, a, b, *rest, **kw)
+
+            counting(count)
+            return original(self, *args, **kw)
 
         return create_dot
 
-    def counting_rmw(original: Any) -> Any:
-        def create_atomic_rmw(self: Any, op: Any, ptr: Any, val: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
-            if state.current is not None and not state.suspended:
-                lanes = _active_lanes(mask, ptr.data.shape)
+    def counting_atomic(original: Any, ptr_index: int, mask_index: int | None) -> Any:
+        bind = binder(original)
+
+        def atomic(self: Any, *args: Any, **kw: Any) -> Any:
+            def count() -> None:
+                bound = bind(self, args, kw)
+                ptr = pointer(bound, args, ptr_index)
+                shape = _np_data(ptr).shape
+                mask = None if mask_index is None else pick(bound, args, ("mask",), mask_index)
+                lanes = _active_lanes(mask, shape)
                 size = _elem_bytes(ptr)
                 state.add(0, lanes * size)
                 state.add(1, lanes * size)
                 state.add(6, lanes)
                 state.add(2, 1.0)
-            return original(self, op, ptr, val, mask, *rest, **kw)
 
-        return create_atomic_rmw
+            counting(count)
+            return original(self, *args, **kw)
+
+        return atomic
+
+    def counting_rmw(original: Any) -> Any:
+        # create_atomic_rmw(rmwOp, ptr, val, mask, sem, scope)
+        return counting_atomic(original, 1, 3)
 
     def counting_cas(original: Any) -> Any:
-        def create_atomic_cas(self: Any, ptr: Any, *rest: Any, **kw: Any) -> Any:
-            if state.current is not None and not state.suspended:
-                lanes = int(getattr(ptr.data, "size", 1))
-                size = _elem_bytes(ptr)
-                state.add(0, lanes * size)
-                state.add(1, lanes * size)
-                state.add(6, lanes)
-                state.add(2, 1.0)
-            return original(self, ptr, *rest, **kw)
-
-        return create_atomic_cas
+        # create_atomic_cas(ptr, cmp, val, sem, scope): no mask
+        return counting_atomic(original, 0, None)
 
     def counting_elementwise(original: Any) -> Any:
         def op(self: Any, *args: Any, **kw: Any) -> Any:
             out = original(self, *args, **kw)
-            if state.current is not None and not state.suspended:
-                state.add(5, float(getattr(getattr(out, "data", None), "size", 1) or 1))
+            counting(lambda: state.add(5, float(getattr(_np_data(out), "size", 1) or 1)))
             return out
 
         return op
 
     def counting_reduce(original: Any) -> Any:
-        def apply(self: Any, input: Any) -> Any:
-            if state.current is not None and not state.suspended:
+        def apply(self: Any, *args: Any, **kw: Any) -> Any:
+            def count() -> None:
+                input = args[0] if args else kw.get("input")
                 items = input if isinstance(input, tuple) else (input,)
                 n = 0
                 for item in items:
                     handle = getattr(item, "handle", None)
-                    n += int(getattr(getattr(handle, "data", None), "size", 0) or 0)
+                    n += int(getattr(_np_data(handle), "size", 0) or 0) if handle is not None else 0
                 state.add(5, float(n))
-            return original(self, input)
+
+            counting(count)
+            return original(self, *args, **kw)
 
         return apply
 
     def grid_dim(original: Any) -> Any:
-        def set_grid_dim(self: Any, nx: int, ny: int, nz: int) -> Any:
-            result = original(self, nx, ny, nz)
+        def set_grid_dim(self: Any, *args: Any, **kw: Any) -> Any:
+            result = original(self, *args, **kw)
             executor = state.pending_executor
             if executor is not None and state.launch is not None:
                 state.pending_executor = None
-                programs = int(nx) * int(ny) * int(nz)
-                state.launch.grid = [int(nx), int(ny), int(nz)]
+                raw = getattr(self, "grid_dim", None) or (*args, *kw.values())
+                dims = ([_to_int(d) for d in raw] + [1, 1, 1])[:3]
+                programs = math.prod(dims)
+                state.launch.grid = dims
                 state.launch.programs = programs
                 ids = sample_program_ids(programs, state.max_programs)
                 state.sample_set = None if ids is None else set(ids)
@@ -418,12 +522,17 @@ def instrument(max_programs: int | None = None) -> Iterator[KernelCounters]:
                 return original(self, *args, **kwargs)
             fn = self.fn
             warps = kwargs.get("num_warps")
+            try:
+                arg_bytes = _tensor_arg_bytes(args, kwargs)
+            except Exception:  # noqa: BLE001 - a count, never a reason to fail the launch
+                arg_bytes = 0
             state.launch = LaunchCounters(
                 kernel=str(getattr(fn, "__name__", "kernel")),
                 num_warps=int(warps) if isinstance(warps, int) else None,
-                arg_bytes=_tensor_arg_bytes(args, kwargs),
+                arg_bytes=arg_bytes,
             )
             state.samples = []
+            state.uncounted = 0
             state.pending_executor = self
             try:
                 return original(self, *args, **kwargs)
@@ -439,8 +548,10 @@ def instrument(max_programs: int | None = None) -> Iterator[KernelCounters]:
                     for name, value in zip(_FIELDS, totals, strict=True):
                         setattr(launch, name, float(value))
                     launch.programs_run = len(state.samples)
+                    launch.uncounted = state.uncounted
                     state.counters.launches.append(launch)
                 state.samples = []
+                state.uncounted = 0
 
         return __call__
 
@@ -480,6 +591,7 @@ def instrument(max_programs: int | None = None) -> Iterator[KernelCounters]:
         if hasattr(interp, "ReduceScanOpInterface"):
             patch(interp.ReduceScanOpInterface, "apply", counting_reduce)
         patch(interp.GridExecutor, "__call__", executor_call)
+        patch(interp, "_patch_lang_tensor", wrap_patch_lang_tensor)  # NumPy >= 2.4 on triton <= 3.6
         try:
             from triton.runtime.jit import JITFunction
 
@@ -790,8 +902,9 @@ def estimate(
         ``roofline_ms``, ``est_roofline_fraction`` (roofline / estimate, clipped to [0, 1]),
         ``reference_est_ms`` and ``est_speedup`` (idealised eager PyTorch reference estimate /
         candidate estimate; ``None`` without the reference's operators), ``bound``, ``programs``,
-        ``rounds``, ``bytes``, ``dot_flops``, ``vector_ops``, ``sampled``, ``launches`` (per launch)
-        and ``assumptions``.
+        ``rounds``, ``bytes``, ``dot_flops``, ``vector_ops``, ``sampled``, ``uncounted`` (interpreter
+        operations that could not be counted: the counts are then lower bounds), ``launches`` (per
+        launch) and ``assumptions``.
     """
     if isinstance(counters, dict):
         counters = KernelCounters.from_dict(counters)
@@ -832,6 +945,12 @@ def estimate(
         )
     if any(launch.sampled for launch in counters.launches):
         assumptions.append("large grids were sampled: counts extrapolated from evenly spaced programs")
+    uncounted = int(sum(launch.uncounted for launch in counters.launches))
+    if uncounted:
+        assumptions.append(
+            f"{uncounted} interpreter operations could not be counted (unsupported triton internals): "
+            "bytes, FLOPs and element ops are lower bounds"
+        )
     return {
         "label": LABEL,
         "chip": profile.name,
@@ -848,6 +967,7 @@ def estimate(
         "dot_flops": float(counters.dot_flops),
         "vector_ops": float(counters.total("vector_ops")),
         "sampled": any(launch.sampled for launch in counters.launches),
+        "uncounted": uncounted,
         "launches": [{k: (_round(v) if isinstance(v, float) else v) for k, v in item.items()} for item in per_launch],
         "assumptions": assumptions,
     }

@@ -5,12 +5,21 @@ Protocol (one child, after correctness passed):
 - ``K`` input sets are drawn up front with their reference outputs; each timed call first copies
   one set into fixed input buffers (outside the timed window), so a candidate that caches
   results by input address returns stale data, which the audit calls catch;
-- warm-up calls of both models, then ``reps`` rounds; in each round the candidate and the
-  reference run in a random order; before each timed call a 256 MB buffer is overwritten to
-  flush the L2 cache;
-- each timed call is ``start.record(); fn(); device.synchronize(); end.record();
-  end.synchronize()``: the device-wide synchronize makes work the candidate put on side streams
-  count, at the price of a small constant (the same for both models);
+- warm-up calls of both models (at least ``warmup`` each and at least ``WARMUP_S`` seconds),
+  then ``reps`` rounds; in each round the candidate and the reference run in a random order;
+  before each timed call a 256 MB buffer is overwritten to flush the L2 cache;
+- *stream mode* (the default): ``synchronize(); flush; start.record(); fn(); end.record()``,
+  then a device-wide synchronize outside the window. The flush writes are repeated to keep the
+  device busy for ``CUSHION_MS`` (0.4 ms), so the call is queued behind them and the window
+  measures device time: host launch latency up to the cushion is hidden (as for a kernel
+  launched behind other work in a model), host overhead beyond it counts. Measuring from an
+  idle device instead puts the host's wake-up and launch jitter (tens of microseconds, varying
+  between processes) into every sample, which dominated 0.1 ms kernels on an H200;
+- *synchronized mode*: every Triton launch is probed for the current stream; a launch on any
+  stream other than the timing stream (in warm-up or in any timed round) makes the whole
+  measurement restart as ``synchronize(); flush; synchronize(); start.record(); fn();
+  synchronize(); end.record()``, so work on side streams counts and cannot overlap the flush;
+  the median of an empty call's time in that protocol is subtracted from both models;
 - after the candidate's call in some random rounds the harness checks the library snapshot
   (untimed), so a patch that would slow the reference down is caught;
 - a few rounds chosen at random are *audit* rounds: the candidate runs untimed with the
@@ -23,6 +32,7 @@ Device events come from ``torch.cuda`` or ``torch.npu`` with the same code. Impo
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections.abc import Callable
@@ -33,6 +43,21 @@ import torch
 
 FLUSH_BYTES = 256 * 1024 * 1024
 IMPLAUSIBLE_SPEEDUP = 10.0
+#: wall seconds of warm-up calls (at least ``warmup`` calls each) before the timed rounds
+WARMUP_S = 0.05
+MAX_WARMUP_CALLS = 200
+#: device time queued (L2 flush writes) ahead of each timed call in stream mode: the host's
+#: launch latency up to this much is hidden, as for a kernel launched behind other work
+CUSHION_MS = 0.4
+MAX_CUSHION_FILLS = 64
+STREAM_MODE = "stream"
+SYNC_MODE = "synchronized"
+METHODS = {
+    STREAM_MODE: "{device} events on the calling stream, call queued behind the L2 flush (launch latency up to "
+    "the cushion hidden); interleaved; median",
+    SYNC_MODE: "{device} events around call + device-wide synchronize (side-stream launches seen), "
+    "empty-call overhead subtracted; interleaved; median",
+}
 
 
 @dataclass
@@ -89,6 +114,10 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
+class _SideStreamLaunchError(Exception):
+    """The candidate launched a kernel on a stream other than the timing stream."""
+
+
 def time_side_by_side(
     run_candidate: Callable[[int], Any],
     run_reference: Callable[[int], Any],
@@ -103,44 +132,43 @@ def time_side_by_side(
     flush_bytes: int = FLUSH_BYTES,
     after_candidate: Callable[[], None] | None = None,
     check_rounds: int = 10,
+    side_stream_launches: Callable[[], int] | None = None,
+    warmup_s: float = WARMUP_S,
+    cushion_target_ms: float = CUSHION_MS,
 ) -> TimingResult:
     """Time both models; ``run_*(k)`` load input set ``k`` then call the model (load is untimed).
 
     ``run_*`` must return a zero-argument callable that performs only the model call, after
-    having copied set ``k`` into the model's input buffers.
+    having copied set ``k`` into the model's input buffers. ``side_stream_launches()`` counts
+    the kernel launches seen so far on a stream other than the calling one; when it grows (in
+    warm-up or in any timed round) the whole measurement is redone in the synchronized mode.
     """
     dev = device_module(device_type)
     flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=device_type)
-    for i in range(warmup):
-        run_candidate(i % num_sets)()
-        run_reference(i % num_sets)()
-    dev.synchronize()
+    count = side_stream_launches or (lambda: 0)
+    seen = count()
+    _warm_up(run_candidate, run_reference, dev, num_sets, warmup, warmup_s)
+    mode = STREAM_MODE if count() == seen else SYNC_MODE
+    fills, cushion_ms = _cushion(dev, flush, cushion_target_ms) if device_type != "cpu" else (1, 0.0)
     audit_at = set(rng.sample(range(reps), min(audit_rounds, reps)))
     check_at = set(rng.sample(range(reps), min(check_rounds, reps)))
-    cand_times: list[float] = []
-    ref_times: list[float] = []
-    for rep in range(reps):
-        k = rep % num_sets
-        order = [("cand", run_candidate), ("ref", run_reference)]
-        rng.shuffle(order)
-        for which, prepare in order:
-            call = prepare(k)
-            flush.fill_(rep)
-            start = dev.Event(enable_timing=True)
-            end = dev.Event(enable_timing=True)
-            dev.synchronize()
-            start.record()
-            call()
-            dev.synchronize()
-            end.record()
-            end.synchronize()
-            elapsed = float(start.elapsed_time(end))
-            (cand_times if which == "cand" else ref_times).append(elapsed)
-            if which == "cand" and after_candidate is not None and (rep in check_at or rep in audit_at):
-                after_candidate()  # untimed: e.g. the library snapshot, before the reference runs
-        if rep in audit_at:
-            audit(k)
-    del flush
+
+    def rounds(mode: str, fills: int, watch: tuple[Callable[[], int], int] | None) -> tuple[list[float], list[float]]:
+        return _rounds(
+            run_candidate, run_reference, audit, dev, flush, fills, mode, reps, num_sets, rng, audit_at, check_at,
+            after_candidate, watch,
+        )  # fmt: skip
+
+    try:
+        cand_times, ref_times = rounds(mode, fills, (count, count()) if mode == STREAM_MODE else None)
+    except _SideStreamLaunchError:
+        mode = SYNC_MODE
+        cand_times, ref_times = rounds(mode, 1, None)
+    overhead = 0.0
+    if mode == SYNC_MODE:
+        overhead = statistics.median(_timed_call(lambda: None, dev, flush, 1, SYNC_MODE, i) for i in range(21))
+        cand_times = [max(t - overhead, 0.0) for t in cand_times]
+        ref_times = [max(t - overhead, 0.0) for t in ref_times]
     kernel_ms = statistics.median(cand_times)
     ref_ms = statistics.median(ref_times)
     speedup = ref_ms / kernel_ms if kernel_ms > 0 else float("inf")
@@ -154,9 +182,102 @@ def time_side_by_side(
         "ref_ms_p25": _quantile(ref_times, 0.25),
         "ref_ms_p75": _quantile(ref_times, 0.75),
         "l2_flush_bytes": flush_bytes,
-        "method": f"{device_type} events around call + device-wide synchronize, interleaved, median",
+        "mode": mode,
+        "method": METHODS[mode].format(device=device_type),
     }
+    if mode == SYNC_MODE:
+        details["sync_overhead_ms"] = overhead
+    else:
+        details["cushion_ms"] = cushion_ms
     return TimingResult(ref_ms=ref_ms, kernel_ms=kernel_ms, speedup=speedup, details=details)
+
+
+def _warm_up(
+    run_candidate: Callable[[int], Any],
+    run_reference: Callable[[int], Any],
+    dev: Any,
+    num_sets: int,
+    warmup: int,
+    warmup_s: float,
+) -> None:
+    """At least ``warmup`` calls of each model, and more until ``warmup_s`` have passed (clocks, caches)."""
+    import time
+
+    started = time.perf_counter()
+    i = 0
+    while i < warmup or (time.perf_counter() - started < warmup_s and i < MAX_WARMUP_CALLS):
+        run_candidate(i % num_sets)()
+        run_reference(i % num_sets)()
+        dev.synchronize()
+        i += 1
+
+
+def _cushion(dev: Any, flush: torch.Tensor, target_ms: float) -> tuple[int, float]:
+    """How many flush writes keep the device busy for ``target_ms`` (and how long that is)."""
+    times = []
+    for i in range(3):
+        start = dev.Event(enable_timing=True)
+        end = dev.Event(enable_timing=True)
+        dev.synchronize()
+        start.record()
+        flush.fill_(i)
+        end.record()
+        end.synchronize()
+        times.append(float(start.elapsed_time(end)))
+    fill_ms = max(statistics.median(times), 1e-3)
+    fills = max(1, min(MAX_CUSHION_FILLS, math.ceil(target_ms / fill_ms)))
+    return fills, fills * fill_ms
+
+
+def _timed_call(call: Callable[[], Any], dev: Any, flush: torch.Tensor, fills: int, mode: str, rep: int) -> float:
+    start = dev.Event(enable_timing=True)
+    end = dev.Event(enable_timing=True)
+    dev.synchronize()
+    for _ in range(fills):
+        flush.fill_(rep)
+    if mode == SYNC_MODE:
+        dev.synchronize()
+    start.record()
+    call()
+    if mode == SYNC_MODE:
+        dev.synchronize()
+    end.record()
+    dev.synchronize()  # device-wide, outside the window in stream mode: nothing is left running
+    return float(start.elapsed_time(end))
+
+
+def _rounds(
+    run_candidate: Callable[[int], Any],
+    run_reference: Callable[[int], Any],
+    audit: Callable[[int], None],
+    dev: Any,
+    flush: torch.Tensor,
+    fills: int,
+    mode: str,
+    reps: int,
+    num_sets: int,
+    rng: random.Random,
+    audit_at: set[int],
+    check_at: set[int],
+    after_candidate: Callable[[], None] | None,
+    watch: tuple[Callable[[], int], int] | None,
+) -> tuple[list[float], list[float]]:
+    cand_times: list[float] = []
+    ref_times: list[float] = []
+    for rep in range(reps):
+        k = rep % num_sets
+        order = [("cand", run_candidate), ("ref", run_reference)]
+        rng.shuffle(order)
+        for which, prepare in order:
+            elapsed = _timed_call(prepare(k), dev, flush, fills, mode, rep)
+            if which == "cand" and watch is not None and watch[0]() != watch[1]:
+                raise _SideStreamLaunchError
+            (cand_times if which == "cand" else ref_times).append(elapsed)
+            if which == "cand" and after_candidate is not None and (rep in check_at or rep in audit_at):
+                after_candidate()  # untimed: e.g. the library snapshot, before the reference runs
+        if rep in audit_at:
+            audit(k)
+    return cand_times, ref_times
 
 
 def min_bytes(inputs: list[Any], outputs: Any) -> int:

@@ -21,7 +21,7 @@ import contextlib
 import functools
 import inspect
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -71,6 +71,9 @@ class Recorder:
         self.writes: list[tuple[str, int, bool]] = []
         #: storage pointer -> where its data came from (inputs, Python data) for this forward call
         self.tainted: dict[int, str] = {}
+        #: called before every Triton launch (any module) when set: the profiling stage uses it to
+        #: see launches on a stream other than the timing stream
+        self.stream_probe: Callable[[], None] | None = None
         self._installed = False
 
     # --- patches --------------------------------------------------------------------------------
@@ -133,6 +136,8 @@ class Recorder:
 
         @functools.wraps(original)
         def run(fn_self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            if recorder.stream_probe is not None and not warmup:
+                recorder.stream_probe()
             if warmup or not recorder.recording or recorder._bench_depth:
                 return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
             python_fn = getattr(fn_self, "fn", None)

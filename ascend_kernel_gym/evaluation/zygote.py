@@ -101,6 +101,7 @@ class Zygote:
         self.root = tempfile.mkdtemp(prefix="akg-pool-", dir=config.get("tmp_root"))
         self.torch_threads = int(config.get("torch_threads", 1))
         self.warm_cache: str | None = None
+        self.compiler_warm = False
         self.baseline_rss = 0
 
     # --- warm-up ------------------------------------------------------------------------------
@@ -142,8 +143,9 @@ class Zygote:
 
         _settle_lazy_imports()  # imports torch._dynamo once here instead of in every child
         if self.backend == "interpreter":
-            from ascend_kernel_gym.evaluation import _warmup
+            from ascend_kernel_gym.evaluation import _warmup, interpreter_compat
 
+            interpreter_compat.install()  # NumPy >= 2.4 with triton <= 3.6
             _warmup.run_interpreter_warmup()
         else:
             self._warm_device()
@@ -156,6 +158,7 @@ class Zygote:
             "warm_s": round(time.perf_counter() - started, 3),
             "pid": os.getpid(),
             "warm_cache": self.warm_cache is not None,
+            "compiler_warm": self.compiler_warm,
             "device_touched": _device_touched(),
         }
 
@@ -181,6 +184,7 @@ class Zygote:
                 pass
         warm_dir = os.path.join(self.root, "warm_triton_cache")
         os.makedirs(warm_dir, exist_ok=True)
+        target_file = os.path.join(self.root, "target.json")
         pid = os.fork()
         if pid == 0:
             code = 1
@@ -188,7 +192,7 @@ class Zygote:
                 os.environ["TRITON_CACHE_DIR"] = warm_dir
                 from ascend_kernel_gym.evaluation import _warmup
 
-                _warmup.run_device_warmup(self.backend)
+                _warmup.run_device_warmup(self.backend, target_file)
                 code = 0
             finally:
                 os._exit(code)
@@ -205,6 +209,31 @@ class Zygote:
             time.sleep(0.05)
         if status == 0:
             self.warm_cache = warm_dir
+            self.compiler_warm = self._warm_compiler(target_file)
+
+    def _warm_compiler(self, target_file: str) -> bool:
+        """Compile the warm-up kernels here, for the device's target but without the device."""
+        try:
+            with open(target_file) as handle:
+                target = json.load(handle)
+        except (OSError, ValueError):
+            return False
+        scratch = os.path.join(self.root, "zygote_triton_cache")
+        previous = os.environ.get("TRITON_CACHE_DIR")
+        os.environ["TRITON_CACHE_DIR"] = scratch
+        try:
+            from ascend_kernel_gym.evaluation import _warmup
+
+            _warmup.run_compile_warmup(target)
+            return not _device_touched()
+        except Exception:  # noqa: BLE001 - an optimisation: children compile cold without it
+            return False
+        finally:
+            if previous is None:
+                os.environ.pop("TRITON_CACHE_DIR", None)
+            else:
+                os.environ["TRITON_CACHE_DIR"] = previous
+            shutil.rmtree(scratch, ignore_errors=True)
 
     # --- one job ------------------------------------------------------------------------------
     def run_job(self, job: Any, timeout: float, memory_mb: int) -> dict[str, Any]:

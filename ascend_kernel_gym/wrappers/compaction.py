@@ -127,7 +127,7 @@ class CompactionWrapper(gym.Wrapper):
     * ``budget_tokens``, ``threshold_tokens``, ``compactions`` (so far), ``max_compactions``,
       ``overlong``, ``strategy``, ``tokenizer``.
 
-    A summary turn's ``info`` has ``eval=None``, ``score=None``, ``feedback=""``, ``code=None``,
+    A summary turn's ``info`` has ``eval={}``, ``score=None``, ``feedback=""``, ``code=None``,
     ``evaluated=False`` and ``reward=0.0``; the other keys repeat the last kernel turn's values.
 
     ## Arguments
@@ -302,7 +302,9 @@ class CompactionWrapper(gym.Wrapper):
         info.update(
             {
                 "messages": copy.deepcopy(self.env.unwrapped.messages),
-                "eval": None,
+                # Empty, not None: vector envs merge info["eval"] key by key across sub-envs,
+                # and None next to another sub-env's dict breaks that merge.
+                "eval": {},
                 "feedback": "",
                 "score": None,
                 "reward": 0.0,

@@ -126,3 +126,39 @@ def test_live_path_check_refuses_re_exported_modules() -> None:
         check_live_paths(["torch.nn.functional.np"])  # numpy, re-exported by torch.nn.functional
     with pytest.raises(StageError, match="used as a value"):
         check_live_paths(["torch.nn"], ["torch.nn"])
+
+
+# --- the float16 reference's own rounding error --------------------------------------------------------
+
+
+def _fp16_chain(x: torch.Tensor) -> torch.Tensor:
+    """Rounds every intermediate in float16: far from the true value for some elements."""
+    return (x * 37.0 + 1000.0) - 1000.0
+
+
+def test_precision_slack_is_the_float16_references_own_error() -> None:
+    x = torch.linspace(-3, 3, 4096, dtype=torch.float16)
+    ref = _fp16_chain(x)
+    ref_hi = _fp16_chain(x.float())
+    slack = cx.precision_slack(ref, ref_hi)
+    assert slack is not None and len(slack) == 1 and slack[0].dtype == torch.float32
+    expected = (ref.double() - ref_hi.double()).abs().float()
+    assert torch.equal(slack[0], expected) and float(expected.max()) > 0.1
+    exact = ref_hi.half()  # what a candidate computing in float32 and rounding once returns
+    assert not cx.compare(exact, ref, 1e-2, 1e-2).ok
+    assert cx.compare(exact, ref, 1e-2, 1e-2, slack[0]).ok
+    assert cx.outputs_close((exact, exact), (ref, ref), 1e-2, 1e-2, slack * 2)
+    wrong = exact + 0.5
+    assert not cx.compare(wrong, ref, 1e-2, 1e-2, slack[0]).ok
+
+
+def test_precision_slack_skips_float32_outputs_non_finite_values_and_mismatched_structures() -> None:
+    ref32 = torch.ones(4)
+    assert cx.precision_slack(ref32, ref32 * 2) == [None]
+    ref = torch.tensor([1.0, float("inf"), 2.0], dtype=torch.float16)
+    hi = torch.tensor([1.5, 3.0, float("nan")])
+    slack = cx.precision_slack(ref, hi)
+    assert slack is not None and slack[0].tolist() == [0.5, 0.0, 0.0]
+    assert cx.precision_slack((ref, ref), ref.float()) is None
+    assert cx.has_low_precision((ref32, [ref])) and not cx.has_low_precision(ref32)
+    assert [t.dtype for t in cx.upcast([ref, ref32, 3])[:2]] == [torch.float32, torch.float32]

@@ -196,6 +196,7 @@ def test_instrument_restores_the_interpreter(kernels) -> None:
         for name in ("create_masked_load", "create_masked_store", "create_dot", "binary_op", "set_grid_dim")
     }
     call = interpreter.GridExecutor.__call__
+    lang_tensor = interpreter._patch_lang_tensor
     with pytest.raises(RuntimeError, match="nested"):
         with instrument():
             with instrument():
@@ -203,6 +204,7 @@ def test_instrument_restores_the_interpreter(kernels) -> None:
     for name, fn in before.items():
         assert interpreter.InterpreterBuilder.__dict__.get(name) is fn, name
     assert interpreter.GridExecutor.__call__ is call
+    assert interpreter._patch_lang_tensor is lang_tensor
     # after the failed nesting the interpreter runs normally and a new block counts from zero
     import torch
 
@@ -212,6 +214,121 @@ def test_instrument_restores_the_interpreter(kernels) -> None:
     assert torch.equal(out, x + x)
     counters, *_ = _run_add(kernels, n=256, block=128)
     assert len(counters.launches) == 1 and counters.launches[0].bytes_stored == 256 * 4
+
+
+def _numpy_refuses_int_of_1d_arrays() -> bool:
+    import numpy as np
+
+    try:
+        int(np.array([3]))
+    except TypeError:
+        return True  # NumPy >= 2.4
+    return False
+
+
+def test_scalar_conversion_of_interpreter_values() -> None:
+    """The interpreter keeps scalars as 1-element 1-D arrays; NumPy >= 2.4 refuses ``int()`` on them
+    (triton 3.6's ``tl.tensor.__index__`` did exactly that): the helpers go through ``.item()``."""
+    import warnings
+
+    import numpy as np
+
+    from ascend_kernel_gym.evaluation.cost_model import _scalar, _to_int
+    from ascend_kernel_gym.evaluation.interpreter_compat import tensor_index as _tensor_index
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no NumPy < 2.4 DeprecationWarning either
+        for value, expected in [
+            (7, 7),
+            (np.int32(7), 7),
+            (np.array(7), 7),
+            (np.array([7], dtype=np.int32), 7),
+            (np.array([[7]], dtype=np.uint64), 7),
+            (np.array([2**40], dtype=np.int64), 2**40),
+            (np.array([True]), 1),
+        ]:
+            assert _to_int(value) == expected and type(_to_int(value)) is int, value
+        assert _scalar(np.array([2.5], dtype=np.float32)) == 2.5
+        assert type(_scalar(np.array([2.5]))) is float
+        assert _scalar(np.array([True])) is True
+        assert _scalar(3) == 3
+        assert _to_int(np.float64(3.9)) == 3  # int() semantics: truncation
+
+        class Handle:
+            def __init__(self, data):
+                self.data = data
+
+        class Tensor:  # the interpreter's tl.tensor: a TensorHandle with a NumPy payload
+            __index__ = _tensor_index
+
+            def __init__(self, data):
+                self.handle = Handle(data)
+
+        assert list(range(0, Tensor(np.array([10], dtype=np.int32)), 4)) == [0, 4, 8]
+        assert _to_int(Tensor(np.array([5]))) == 5
+    with pytest.raises(TypeError, match="1-element"):
+        _scalar(np.array([1, 2]))
+    with pytest.raises(TypeError):
+        _to_int(np.array([1, 2]))
+    if _numpy_refuses_int_of_1d_arrays():  # the failure mode the helpers avoid
+        with pytest.raises(TypeError, match="0-dimensional"):
+            int(np.array([7]))
+
+
+def test_instrument_survives_triton_36_tensor_index(kernels, monkeypatch: pytest.MonkeyPatch) -> None:
+    """triton 3.6's interpreter sets ``tl.tensor.__index__ = lambda self: int(self.handle.data)``,
+    which breaks every ``range(runtime_int)`` loop under NumPy >= 2.4; inside ``instrument()`` the
+    kernel runs (and is counted exactly) anyway."""
+    import torch
+    from triton.runtime import interpreter
+
+    from ascend_kernel_gym.evaluation.cost_model import instrument
+
+    original = interpreter._patch_lang_tensor
+
+    def triton_36_patch_lang_tensor(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data))
+
+    monkeypatch.setattr(interpreter, "_patch_lang_tensor", triton_36_patch_lang_tensor)
+    rows, cols, block = 3, 300, 128
+    x = torch.randn(rows, cols)
+    out = torch.empty(rows)
+    if _numpy_refuses_int_of_1d_arrays():
+        with pytest.raises(Exception, match="0-dimensional"):
+            kernels.row_sum_kernel[(rows,)](x, out, cols, BLOCK=block)
+    with instrument() as counters:
+        kernels.row_sum_kernel[(rows,)](x, out, cols, BLOCK=block)
+    torch.testing.assert_close(out, x.sum(dim=1), rtol=1e-5, atol=1e-4)
+    (launch,) = counters.launches
+    assert launch.bytes_loaded == rows * cols * 4 and launch.bytes_stored == rows * 4
+    assert launch.memops == rows * (math.ceil(cols / block) + 1)
+    assert launch.uncounted == 0
+    assert interpreter._patch_lang_tensor is triton_36_patch_lang_tensor  # restored after the block
+
+
+def test_a_failing_count_never_breaks_the_kernel(kernels, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hook whose counting raises (interpreter internals drifted) leaves the kernel's run and
+    outputs intact and is reported: ``uncounted`` on the launch, a lower-bound note in the estimate."""
+    import torch
+
+    from ascend_kernel_gym.evaluation import cost_model
+
+    def broken(mask, shape):
+        raise ValueError("drifted interpreter internals")
+
+    monkeypatch.setattr(cost_model, "_active_lanes", broken)
+    counters, x, y, out = _run_add(kernels, n=1000, block=128)
+    assert torch.equal(out, x + y)
+    (launch,) = counters.launches
+    assert launch.programs == 8
+    assert launch.uncounted == 8 * 3  # 2 loads + 1 store per program could not be counted
+    assert launch.bytes_loaded == 0 and launch.bytes_stored == 0 and launch.memops == 0
+    assert launch.vector_ops >= 1024  # the other hooks still count
+    result = estimate(counters, chip="910B3")
+    assert result["uncounted"] == 24
+    assert any("lower bounds" in line for line in result["assumptions"])
+    assert KernelCounters.from_dict(counters.to_dict()).launches[0].uncounted == 24
 
 
 def test_sample_program_ids_and_extrapolate() -> None:

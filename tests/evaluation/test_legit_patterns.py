@@ -6,7 +6,7 @@ import pytest
 
 from ascend_kernel_gym.evaluation import ErrorType, EvalRequest
 
-HEADER = '''
+HEADER = """
 import torch
 import torch.nn as nn
 import triton
@@ -23,10 +23,10 @@ def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 def relu_into(x, out):
     relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
-'''
+"""
 
 FORWARDS = {
-    "cat_of_kernel_outputs": '''
+    "cat_of_kernel_outputs": """
 class ModelNew(nn.Module):
     def forward(self, x):
         top, bottom = x[: x.shape[0] // 2].contiguous(), x[x.shape[0] // 2 :].contiguous()
@@ -34,29 +34,29 @@ class ModelNew(nn.Module):
         relu_into(top, a)
         relu_into(bottom, b)
         return torch.cat([a, b], dim=0)
-''',
-    "clone_of_kernel_output": '''
+""",
+    "clone_of_kernel_output": """
 class ModelNew(nn.Module):
     def forward(self, x):
         tmp = torch.empty_like(x)
         relu_into(x, tmp)
         return tmp.clone()
-''',
-    "zero_init_then_kernel": '''
+""",
+    "zero_init_then_kernel": """
 class ModelNew(nn.Module):
     def forward(self, x):
         out = torch.zeros_like(x)
         out.zero_()
         relu_into(x, out)
         return out
-''',
-    "view_of_kernel_output": '''
+""",
+    "view_of_kernel_output": """
 class ModelNew(nn.Module):
     def forward(self, x):
         flat = torch.empty(x.numel(), device=x.device, dtype=x.dtype)
         relu_into(x, flat)
         return flat.view(x.shape)
-''',
+""",
 }
 
 

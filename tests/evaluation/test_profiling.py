@@ -8,8 +8,12 @@ that the protocol and its anti-cheating audits are tested without a GPU.
 from __future__ import annotations
 
 import hashlib
+import random
+import subprocess
+import sys
+import time
 
-from ascend_kernel_gym.evaluation import ErrorType, EvalResult, Stage
+from ascend_kernel_gym.evaluation import ErrorType, EvalResult, Stage, profiling
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.static import check_source
 
@@ -44,13 +48,13 @@ def test_timing_protocol_runs(evaluator, relu_task, relu_solution) -> None:
     assert result.timing["kernel_ms_p25"] <= result.timing["kernel_ms_p75"]
 
 
-SWITCHER = '''
+SWITCHER = """
         self.calls = getattr(self, "calls", 0) + 1
         if self.calls > 8:
             scratch = torch.empty_like(x)
             relu_kernel[(1,)](x, scratch, 1, BLOCK_SIZE=1024)
             return torch.relu(x)
-'''
+"""
 
 
 def test_audit_catches_switch_to_pytorch_during_timing(evaluator, relu_task, relu_solution) -> None:
@@ -60,14 +64,14 @@ def test_audit_catches_switch_to_pytorch_during_timing(evaluator, relu_task, rel
     assert result.stage == Stage.PERFORMANCE and result.hack
 
 
-CACHER = '''
+CACHER = """
         self.calls = getattr(self, "calls", 0) + 1
         key = x.data_ptr()
         if self.calls > 8 and key in getattr(self, "memo", {}):
             scratch = torch.empty_like(x)
             relu_kernel[(1,)](x, scratch, 1, BLOCK_SIZE=1024)
             return self.memo[key]
-'''
+"""
 REMEMBER = "        self.memo = {**getattr(self, 'memo', {}), key: out}\n        return out\n"
 
 
@@ -77,3 +81,110 @@ def test_audit_catches_cache_by_input_address(evaluator, relu_task, relu_solutio
     result = _timed(evaluator, relu_task, code)
     assert result.error_type == ErrorType.VALUE_MISMATCH, result.error_message
     assert "changed during timing" in result.error_message
+
+
+# --- the timing protocol itself, with the CPU event shim ---------------------------------------------
+
+
+def _sleeper(seconds: float, calls: list[str], name: str):
+    def prepare(k: int):
+        def call() -> None:
+            calls.append(name)
+            time.sleep(seconds)
+
+        return call
+
+    return prepare
+
+
+def _protocol(side_streams=None, reps: int = 9):
+    calls: list[str] = []
+    audits: list[int] = []
+    timing = profiling.time_side_by_side(
+        _sleeper(0.004, calls, "cand"),
+        _sleeper(0.002, calls, "ref"),
+        audits.append,
+        device_type="cpu",
+        num_sets=3,
+        reps=reps,
+        warmup=2,
+        audit_rounds=2,
+        rng=random.Random(0),
+        flush_bytes=1 << 12,
+        side_stream_launches=side_streams,
+        warmup_s=0.0,
+    )
+    return timing, calls, audits
+
+
+def test_stream_mode_times_each_model_and_audits() -> None:
+    timing, calls, audits = _protocol()
+    assert timing.details["mode"] == profiling.STREAM_MODE
+    assert calls.count("cand") == calls.count("ref") == 2 + 9
+    assert len(audits) == 2 and all(0 <= k < 3 for k in audits)
+    assert 3.5 <= timing.kernel_ms < 8 and 1.5 <= timing.ref_ms < 5
+    assert 0.3 < timing.speedup < 0.75
+
+
+def test_side_stream_launch_during_timing_redoes_the_measurement_synchronized() -> None:
+    launches = {"n": 0}
+    candidate_calls = {"n": 0}
+
+    def counter() -> int:
+        candidate_calls["n"] += 1
+        if candidate_calls["n"] > 6:  # launches on another stream once timing has started
+            launches["n"] += 1
+        return launches["n"]
+
+    timing, calls, _ = _protocol(counter)
+    assert timing.details["mode"] == profiling.SYNC_MODE
+    assert "sync_overhead_ms" in timing.details and timing.details["sync_overhead_ms"] >= 0
+    assert calls.count("cand") > 2 + 9  # the aborted stream-mode rounds plus a full synchronized set
+    assert 3.0 <= timing.kernel_ms < 8
+
+
+def test_side_stream_launch_in_warm_up_selects_synchronized_mode_at_once() -> None:
+    launches = {"n": 0}
+
+    def counter() -> int:
+        launches["n"] += 1  # every query sees a new side-stream launch
+        return launches["n"]
+
+    timing, calls, _ = _protocol(counter)
+    assert timing.details["mode"] == profiling.SYNC_MODE
+    assert calls.count("cand") == 2 + 9
+
+
+PROBE_SCRIPT = r"""
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import sys, types
+import torch, triton, triton.language as tl
+from ascend_kernel_gym.evaluation.recorder import Recorder
+
+mod = types.ModuleType("probe_candidate")
+exec('''
+import triton, triton.language as tl
+@triton.jit
+def copy_kernel(x, y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y + offs, tl.load(x + offs, mask=offs < n), mask=offs < n)
+''', mod.__dict__)
+recorder = Recorder("probe_candidate")
+recorder.install()
+x = torch.arange(8.0); y = torch.empty_like(x)
+mod.copy_kernel[(1,)](x, y, 8, BLOCK=8)
+seen = []
+recorder.stream_probe = lambda: seen.append(1)
+mod.copy_kernel[(2,)](x, y, 8, BLOCK=4)
+recorder.stream_probe = None
+mod.copy_kernel[(1,)](x, y, 8, BLOCK=8)
+assert torch.equal(x, y)
+print("probes", len(seen))
+"""
+
+
+def test_recorder_probes_every_launch_while_a_stream_probe_is_set() -> None:
+    out = subprocess.run([sys.executable, "-c", PROBE_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "probes 1" in out.stdout

@@ -192,7 +192,7 @@ def test_policy_strategy_takes_the_next_action_as_summary_without_evaluating_it(
     assert env.unwrapped.turn == kernel_turn  # and did not use a kernel turn
     assert reward == 0.0 and not terminated and not truncated
     assert seg["is_summary_turn"] and seg["compacted"] and seg["index"] == 0 and seg["next_index"] == 1
-    assert info["eval"] is None and info["score"] is None and info["evaluated"] is False
+    assert info["eval"] == {} and info["score"] is None and info["evaluated"] is False
     assert len(info["messages"]) == 3 and summary in info["messages"][-1]["content"]
     assert info["messages"][-1]["content"].startswith(POLICY_SUMMARY_HEADER)
     assert seg["tokens_after"] < env.threshold_tokens < seg["tokens_before"]
@@ -334,3 +334,31 @@ def test_rules_compaction_with_the_real_evaluator(monkeypatch: pytest.MonkeyPatc
     summary = info["messages"][-1]["content"]
     assert "power of 2" in summary and "relu_kernel" in summary and "score 0.500" in summary
     assert env.observation_space.contains(obs) and obs_tokens(obs) < env.budget_tokens
+
+
+def test_vector_env_merges_a_summary_turn_with_another_envs_kernel_turn() -> None:
+    """Sub-env 0 summarises while sub-env 1 is evaluated in the same vector step: Gymnasium
+    merges ``info`` key by key, which failed while a summary turn's ``eval`` was ``None``."""
+    from gymnasium.vector import SyncVectorEnv
+
+    envs = SyncVectorEnv(
+        [
+            lambda: CompactionWrapper(make_env(), budget_tokens=3000, strategy="policy"),
+            lambda: CompactionWrapper(make_env(), budget_tokens=10**6, strategy="policy"),
+        ]
+    )
+    envs.reset(seed=0)
+    merged = None
+    for _ in range(30):
+        summarising = envs.envs[0].awaiting_summary
+        action0 = "summary: offsets were wrong" if summarising else kernel_answer("BROKEN", filler_lines=60)
+        _, _, _, _, info = envs.step((action0, kernel_answer("BROKEN", filler_lines=60)))
+        if summarising:
+            merged = info
+            break
+    assert merged is not None, "sub-env 0 never asked for a summary"
+    assert list(merged["_eval"]) == [True, True]
+    assert list(merged["eval"]["_error_type"]) == [False, True]  # only sub-env 1 was evaluated
+    assert merged["eval"]["error_type"][1] == "value_mismatch"
+    assert list(merged["evaluated"]) == [False, True]
+    envs.close()
