@@ -988,13 +988,19 @@ def _watch_side_streams(state: _State, device: torch.device) -> Callable[[], int
     if state.recorder is None or current is None:
         return None
     timing_stream = current()
+    handle = getattr(timing_stream, "cuda_stream", None) or getattr(timing_stream, "npu_stream", None)
     seen = [0]
 
     def probe() -> None:
         if current() != timing_stream:
             seen[0] += 1
 
+    def probe_handle(stream: Any) -> None:
+        if handle is not None and isinstance(stream, int) and stream != handle:
+            seen[0] += 1
+
     state.recorder.stream_probe = probe
+    state.recorder.stream_handle_probe = probe_handle
     return lambda: seen[0]
 
 

@@ -74,6 +74,8 @@ class Recorder:
         #: called before every Triton launch (any module) when set: the profiling stage uses it to
         #: see launches on a stream other than the timing stream
         self.stream_probe: Callable[[], None] | None = None
+        #: called with the stream handle of every compiled launch when set (same purpose)
+        self.stream_handle_probe: Callable[[Any], None] | None = None
         self._installed = False
 
     # --- patches --------------------------------------------------------------------------------
@@ -101,6 +103,15 @@ class Recorder:
         else:
             if hasattr(Autotuner, "_bench"):
                 Autotuner._bench = self._benchmarking(Autotuner._bench)
+        try:
+            from triton.compiler.compiler import CompiledKernel
+        except ImportError:  # pragma: no cover
+            pass
+        else:
+            # Every compiled launch passes here with its stream handle, including launches of a
+            # CompiledKernel obtained with kernel.warmup(...) that bypass JITFunction.run.
+            if hasattr(CompiledKernel, "launch_metadata"):
+                CompiledKernel.launch_metadata = self._probing_stream_handles(CompiledKernel.launch_metadata)
 
     def _suspending(self, method: Any) -> Any:
         recorder = self
@@ -114,6 +125,17 @@ class Recorder:
                 recorder._suspended -= 1
 
         return wrapper
+
+    def _probing_stream_handles(self, method: Any) -> Any:
+        recorder = self
+
+        @functools.wraps(method)
+        def launch_metadata(kernel: Any, grid: Any, stream: Any, *args: Any) -> Any:
+            if recorder.stream_handle_probe is not None:
+                recorder.stream_handle_probe(stream)
+            return method(kernel, grid, stream, *args)
+
+        return launch_metadata
 
     def _benchmarking(self, method: Any) -> Any:
         recorder = self

@@ -184,6 +184,33 @@ print("probes", len(seen))
 """
 
 
+HANDLE_PROBE_SCRIPT = r"""
+import os
+os.environ.pop("TRITON_INTERPRET", None)
+from triton.compiler.compiler import CompiledKernel
+from ascend_kernel_gym.evaluation.recorder import Recorder
+
+recorder = Recorder("probe_candidate")
+recorder.install()
+seen = []
+recorder.stream_handle_probe = seen.append
+class Loaded:  # what launch_metadata reads of a loaded kernel (no device needed)
+    name, function, src = "k", 0, None
+    def _init_handles(self):
+        pass
+CompiledKernel.launch_metadata(Loaded(), (1, 1, 1), 1234)
+recorder.stream_handle_probe = None
+CompiledKernel.launch_metadata(Loaded(), (1, 1, 1), 99)
+print("handles", seen)
+"""
+
+
+def test_recorder_sees_the_stream_of_compiled_launches_that_bypass_jit_run() -> None:
+    out = subprocess.run([sys.executable, "-c", HANDLE_PROBE_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "handles [1234]" in out.stdout
+
+
 def test_recorder_probes_every_launch_while_a_stream_probe_is_set() -> None:
     out = subprocess.run([sys.executable, "-c", PROBE_SCRIPT], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
