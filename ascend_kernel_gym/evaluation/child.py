@@ -41,6 +41,7 @@ from ascend_kernel_gym.evaluation.policy import FILL_TORCH_OPS
 from ascend_kernel_gym.evaluation.recorder import Recorder
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalResult, Stage
 from ascend_kernel_gym.tasks.runtime import instantiate
+from ascend_kernel_gym.tasks.task import AUTO_SMALL_TAG
 
 CANDIDATE_MODULE = "akg_candidate"
 CANDIDATE_FILENAME = "kernel.py"
@@ -364,17 +365,27 @@ def _evaluate(state: _State) -> None:
     state.redirect = cx.device_redirect(device)
     # The reference is built before any candidate code runs (so a failure here is ours).
     try:
-        torch.manual_seed(init_seed)
-        with cx.device_redirect(device):
-            init_inputs = task_module.get_init_inputs()
-        torch.manual_seed(init_seed + 1)
-        with device, cx.device_redirect(device):
-            reference = task_module.Model(*init_inputs)
-        reference = reference.to(device)
+        init_inputs, reference = _build_reference(task_module, init_seed, device)
+        if job.profile == "small" and AUTO_SMALL_TAG in job.task.tags:
+            with torch.no_grad():  # derived sizes: make sure the reference runs on them
+                reference(*cx.make_inputs(task_module, rng.getrandbits(62), "task", device))
     except Exception as exc:  # noqa: BLE001
-        raise StageError(
-            ErrorType.HARNESS_ERROR, f"the reference model could not be built: {type(exc).__name__}: {exc}"
-        ) from None
+        if not (job.profile == "small" and AUTO_SMALL_TAG in job.task.tags):
+            raise StageError(
+                ErrorType.HARNESS_ERROR, f"the reference model could not be built: {type(exc).__name__}: {exc}"
+            ) from None
+        result.warnings.append(
+            f"the automatically derived small sizes do not fit this task ({type(exc).__name__}); evaluated with the "
+            "file's own sizes (full profile)"
+        )
+        result.profile = "full"
+        try:
+            task_module = instantiate(job.task, "full")
+            init_inputs, reference = _build_reference(task_module, init_seed, device)
+        except Exception as exc2:  # noqa: BLE001
+            raise StageError(
+                ErrorType.HARNESS_ERROR, f"the reference model could not be built: {type(exc2).__name__}: {exc2}"
+            ) from None
 
     check_live_paths(job.paths, job.escaping)
     if job.backend == "interpreter":
@@ -432,6 +443,17 @@ def _evaluate(state: _State) -> None:
         _run_profiling(state, task_module, reference, candidate, device, rng)
         _check_snapshot(snapshot)
     state.stage(Stage.DONE)
+
+
+def _build_reference(task_module: Any, init_seed: int, device: torch.device) -> tuple[list[Any], Any]:
+    """The task's init inputs and its reference model on ``device`` (seeded like the candidate's)."""
+    torch.manual_seed(init_seed)
+    with cx.device_redirect(device):
+        init_inputs = task_module.get_init_inputs()
+    torch.manual_seed(init_seed + 1)
+    with device, cx.device_redirect(device):
+        reference = task_module.Model(*init_inputs)
+    return init_inputs, reference.to(device)
 
 
 def _patch_autotune_for_interpreter() -> None:

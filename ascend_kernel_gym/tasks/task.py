@@ -155,6 +155,33 @@ def _module_constants(tree: ast.Module) -> dict[str, Any]:
     return constants
 
 
+#: tag of tasks whose ``small`` profile was derived by the loader (the file had none)
+AUTO_SMALL_TAG = "auto-small-profile"
+AUTO_SMALL_FROM = 128
+AUTO_SMALL_MIN = 64
+
+
+def auto_small_profile(constants: dict[str, Any]) -> dict[str, int]:
+    """Smaller sizes for a KernelBench file without a ``small`` profile (for the CPU interpreter).
+
+    Every integer constant of at least ``AUTO_SMALL_FROM`` is halved while it stays even and at
+    least ``AUTO_SMALL_MIN`` (16384 -> 64, 1000 -> 125, 768 -> 96), so a power-of-two factor is
+    removed from each size and sizes that divide one another (``embed_dim`` by ``num_heads``)
+    mostly still do. Small constants (kernel sizes, strides, head counts) are left alone. The
+    evaluator checks the reference on these sizes and falls back to ``full`` when it fails.
+    """
+    small: dict[str, int] = {}
+    for name, value in constants.items():
+        if type(value) is not int or value < AUTO_SMALL_FROM:
+            continue
+        reduced = value
+        while reduced % 2 == 0 and reduced // 2 >= AUTO_SMALL_MIN:
+            reduced //= 2
+        if reduced != value:
+            small[name] = reduced
+    return small
+
+
 def _infer_level(path: Path | None) -> int:
     if path is None:
         return 1
@@ -255,6 +282,12 @@ def load_task_source(
         if missing:
             raise fail(f"profile {profile_name!r} overrides {sorted(missing)}, which are not module-level constants")
         profiles[str(profile_name)] = dict(overrides)
+    tags = tuple(str(tag) for tag in meta.get("tags", ()))
+    if "small" not in profiles:
+        derived = auto_small_profile(constants)
+        if derived:
+            profiles["small"] = derived
+            tags = (*tags, AUTO_SMALL_TAG)
 
     name = str(meta.get("name") or (p.stem if p is not None else "task"))
     level = meta.get("level", _infer_level(p))
@@ -289,7 +322,7 @@ def load_task_source(
         suite=suite,
         split=split,
         solution_path=str(Path(solution_path).resolve()) if solution_path is not None else None,
-        tags=tuple(meta.get("tags", ())),
+        tags=tags,
     )
 
 

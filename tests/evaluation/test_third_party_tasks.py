@@ -20,7 +20,7 @@ import pytest
 from ascend_kernel_gym.cli import main
 from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, EvalResult
 from ascend_kernel_gym.tasks import get_task
-from ascend_kernel_gym.tasks.task import TaskLoadError
+from ascend_kernel_gym.tasks.task import AUTO_SMALL_TAG, TaskLoadError
 
 DATA = Path(__file__).parent.parent / "data" / "third_party"
 TASK_FILES = sorted(DATA.glob("level*/*.py"))
@@ -37,7 +37,9 @@ def _meta(path: Path) -> dict[str, str]:
 @pytest.mark.parametrize("path", TASK_FILES, ids=[p.stem for p in TASK_FILES])
 def test_third_party_task_loads_and_shows(path: Path, capsys) -> None:
     task = get_task(str(path))
-    assert task.profiles == {"full": {}}  # no TASK block: full profile only, metadata inferred
+    # No TASK block: metadata inferred; a small profile is derived when the file has large sizes.
+    assert task.profiles["full"] == {} and set(task.profiles) <= {"full", "small"}
+    assert ("small" in task.profiles) == (AUTO_SMALL_TAG in task.tags)
     assert task.level == int(path.parent.name.removeprefix("level"))
     assert "\r" not in task.prompt_source("full")
     assert main(["tasks", "show", str(path)]) == 0
@@ -128,3 +130,48 @@ def test_akg_check_json_on_a_third_party_file(capsys) -> None:
     result = EvalResult.from_json(capsys.readouterr().out)
     assert result.ok and result.task_id == "file/11_Swish_module_docstring"
     assert json.loads(result.to_json())["error_type"] == "none"
+
+
+FIXED_SIZE_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """ReLU of a model written for one input width only."""
+
+    def forward(self, x):
+        if x.shape[-1] != 1024:
+            raise ValueError("this model only takes 1024 features")
+        return torch.relu(x)
+
+
+batch_size = 4
+dim = 1024
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_derived_small_sizes_are_used_and_fall_back_to_full_when_the_reference_rejects_them(
+    evaluator, tmp_path: Path
+) -> None:
+    kernel = (DATA / "kernels" / "relu_cuda_inputs_ok.py").read_text()
+    relu = get_task(str(DATA / "level1" / "1_ReLU_cuda_inputs.py"))
+    path = tmp_path / "fixed_width_relu.py"
+    path.write_text(FIXED_SIZE_TASK)
+    fixed = get_task(str(path))
+    assert fixed.profiles["small"] == {"dim": 64} and AUTO_SMALL_TAG in fixed.tags
+    small, fallback = evaluator.evaluate_many(
+        [EvalRequest(task=relu, code=kernel), EvalRequest(task=fixed, code=kernel)]
+    )
+    assert small.ok and small.profile == "small" and not small.warnings
+    assert fallback.ok, fallback.error_message
+    assert fallback.profile == "full"
+    assert any("derived small sizes do not fit" in w for w in fallback.warnings)

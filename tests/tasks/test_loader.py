@@ -11,6 +11,7 @@ import pytest
 
 from ascend_kernel_gym.cli import main as akg
 from ascend_kernel_gym.tasks import TaskLoadError, get_task, load_suite, load_task_file, load_task_source
+from ascend_kernel_gym.tasks.task import AUTO_SMALL_TAG, auto_small_profile
 
 DATA = Path(__file__).parent.parent / "data" / "kernelbench"
 SOFTMAX = DATA / "level1" / "23_Softmax.py"
@@ -48,9 +49,23 @@ def test_plain_kernelbench_file_loads_with_inferred_metadata():
     assert task.category == "softmax"
     assert task.dtype == "float32"
     assert (task.atol, task.rtol) == (1e-4, 1e-4)
-    assert task.profiles == {"full": {}}
+    # no small profile in the file: one is derived for the interpreter (16384 -> 64, 16 kept)
+    assert task.profiles == {"full": {}, "small": {"dim": 64}}
+    assert AUTO_SMALL_TAG in task.tags and task.default_profile("interpreter") == "small"
+    assert task.default_profile("cuda") == "full"
     assert "Softmax" in task.description
     assert task.solution_path is None
+
+
+def test_auto_small_profile_removes_power_of_two_factors_from_large_sizes():
+    constants = {"a": 16384, "b": 1000, "c": 768, "d": 4095, "e": 100, "f": True, "g": 2.0, "h": 128, "i": "x"}
+    assert auto_small_profile(constants) == {"a": 64, "b": 125, "c": 96, "h": 64}
+    assert auto_small_profile({"n": 8, "eps": 1e-5}) == {}
+
+
+def test_explicit_small_profile_is_never_replaced():
+    task = load_task_source(VALID, task_id="t/valid")
+    assert task.profiles["small"] == {"N": 8} and AUTO_SMALL_TAG not in task.tags
 
 
 def test_kernelbench_level2_file_infers_level_and_category():
@@ -188,8 +203,10 @@ def test_get_task_by_id_and_by_path():
 
 
 def test_import_does_not_import_torch_or_triton():
-    code = "import sys, ascend_kernel_gym, ascend_kernel_gym.tasks, ascend_kernel_gym.evaluation.result; " \
+    code = (
+        "import sys, ascend_kernel_gym, ascend_kernel_gym.tasks, ascend_kernel_gym.evaluation.result; "
         "print(sorted(m for m in ('torch', 'triton') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
