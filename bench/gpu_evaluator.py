@@ -137,6 +137,8 @@ def bench_solutions(ev: Evaluator, tasks: list[Any], repeats: int, profile: str 
             "ref_ms": [r.ref_ms for r in mine if r.ref_ms is not None],
             "kernel_ms": [r.kernel_ms for r in mine if r.kernel_ms is not None],
             "wall_s": [r.stage_durations.get("total", 0.0) for r in mine],
+            # how long each evaluation waited for the worker's other children before timing
+            "quiet_wait_s": [r.timing.get("quiet_wait_s") for r in mine if r.timing],
             "warnings": sorted({w for r in mine for w in r.warnings if "implausible" in w or "floor" in w}),
         }
         if speedups:
@@ -320,8 +322,11 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], relu: dict[str, Any
             f"| warm pool (fork per evaluation) | {warm:.2f} | {min(relu['warm_walls']):.2f} | "
             f"{max(relu['warm_walls']):.2f} | {all(relu['warm_ok'])} |",
             "",
-            "Where a warm-pool evaluation's time goes (median seconds over the runs; `compile.*` are parts "
-            "of `compile`, `child_wall` is fork to result):",
+            "Where a warm-pool evaluation's time goes (median seconds over the runs). `ahead.*`: done by the "
+            "worker's spare child before the job arrived, while the previous evaluation ran (not part of this "
+            "evaluation's time); `compile.waited`: how long the job still waited for it; `compile.*`: parts of "
+            "`compile`; `child_wall`: job handed to the child until its result arrived; `total`: the whole "
+            "`evaluate` call:",
             "",
             "| part | seconds |",
             "|---|---|",
@@ -377,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-solutions", action="store_true", help="only part 2")
     parser.add_argument("--skip-relu", action="store_true", help="only part 1")
     parser.add_argument("--workers", type=int, default=None, help="default: one per visible GPU")
+    parser.add_argument(
+        "--no-prefork", action="store_true", help="no spare child per worker (each child starts when its job comes)"
+    )
     parser.add_argument("--dry-run", action="store_true", help="tiny run (3 tasks, 2 repeats, small shapes)")
     parser.add_argument("--out", type=Path, default=None, help="markdown output (default: $OUT/gpu_evaluator.md)")
     parser.add_argument("--merge", type=Path, nargs="+", default=None, help="merge these runs' .json files into --out")
@@ -410,7 +418,12 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.time()
     with Evaluator(
-        backend=args.backend, workers=args.workers, cache=False, profile_reps=args.reps, ascend_checks="off"
+        backend=args.backend,
+        workers=args.workers,
+        cache=False,
+        profile_reps=args.reps,
+        ascend_checks="off",
+        prefork=not args.no_prefork,
     ) as ev:
         ev.warm_up()
         meta = {

@@ -90,6 +90,16 @@ def run_device_warmup(backend: str, target_file: str | None = None) -> None:
             json.dump({"backend": target.backend, "arch": target.arch, "warp_size": target.warp_size}, handle)
 
 
+def run_child_warmup(device: torch.device) -> None:
+    """In an evaluation child, before its job: launch the warm-up kernels from the copied cache.
+
+    Loads Triton's driver utilities and launch path in the child (no compilation: the kernels
+    are in the warm cache), so the candidate's first call pays only for its own kernels.
+    """
+    _launch_all(str(device))
+    getattr(torch, device.type).synchronize()
+
+
 def run_compile_warmup(target: dict[str, object]) -> None:
     """Compile the warm-up kernels for ``target`` in this process, without touching a device."""
     from triton.backends.compiler import GPUTarget

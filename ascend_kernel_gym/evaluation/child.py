@@ -15,9 +15,11 @@ import contextlib
 import copy
 import gc
 import json
+import math
 import os
 import random
 import resource
+import select
 import shutil
 import signal
 import struct
@@ -71,18 +73,22 @@ ENV_KEEP = (
 
 
 class ResultWriter:
-    """Writes the one result message (length + JSON) to the zygote and ends the process."""
+    """Writes the one result message (length + JSON) to the zygote and ends the process.
 
-    def __init__(self, fd: int, token: str) -> None:
+    ``marker``: bytes written first (the zygote's RESULT marker; empty for a stand-alone child).
+    """
+
+    def __init__(self, fd: int, token: str, marker: bytes = b"") -> None:
         self.fd = fd
         self.token = token
+        self.marker = marker
         self.done = False
 
     def emit(self, result: EvalResult) -> NoReturn:
         if not self.done:
             self.done = True
             payload = json.dumps({"token": self.token, "result": result.to_dict()}).encode()
-            data = struct.pack("<Q", len(payload)) + payload
+            data = self.marker + struct.pack("<Q", len(payload)) + payload
             view = memoryview(data)
             while view:
                 written = os.write(self.fd, view)
@@ -102,6 +108,7 @@ class _State:
     redirect: Any = None
     #: the reference in float32 for float16 / bfloat16 outputs (False: unavailable)
     reference_hi: Any = None
+    link: ZygoteLink | None = None
     t_stage: float = field(default_factory=time.perf_counter)
 
     def stage(self, stage: Stage) -> None:
@@ -147,32 +154,130 @@ def _read_output(sandbox: str, cap: int) -> str:
 # --- process setup ----------------------------------------------------------------------------
 
 
-def _setup_process(job: Job, state: _State) -> None:
-    sandbox = job.sandbox
-    state.sandbox = sandbox
+@dataclass
+class ChildSetup:
+    """What a child prepares before its job arrives: the same for every job of one zygote."""
+
+    sandbox: str
+    backend: str
+    warm_cache: str | None = None
+    torch_threads: int = 1
+
+
+@dataclass
+class Prepared:
+    """A child's state once set up and with its device initialised (or the error that stopped it)."""
+
+    device: torch.device | None = None
+    error: BaseException | None = None
+    #: seconds spent on set-up and device initialisation
+    durations: dict[str, float] = field(default_factory=dict)
+    #: ``time.monotonic()`` when the child was ready for its job
+    ready_at: float = 0.0
+    #: the pipes to the zygote (None in a stand-alone child)
+    link: ZygoteLink | None = None
+
+
+class ZygoteLink:
+    """A forked child's side of its two pipes to the zygote."""
+
+    def __init__(self, job_fd: int, result_fd: int) -> None:
+        self.job_fd = job_fd
+        self.result_fd = result_fd
+
+    def send(self, control: bytes) -> None:
+        os.write(self.result_fd, control)
+
+    def wait_quiet(self) -> float:
+        """Ask for a quiet device (no sibling starting or ending a context); seconds waited."""
+        from ascend_kernel_gym.evaluation.zygote import GO, QUIET, QUIET_MAX_S
+
+        started = time.perf_counter()
+        try:
+            self.send(QUIET)
+            deadline = started + QUIET_MAX_S + 1.0
+            while (left := deadline - time.perf_counter()) > 0:
+                ready, _, _ = select.select([self.job_fd], [], [], left)
+                if ready and os.read(self.job_fd, 1) in (GO, b""):
+                    break
+        except OSError:
+            pass
+        return round(time.perf_counter() - started, 4)
+
+
+def prepare(setup: ChildSetup) -> Prepared:
+    """Set the process up and initialise the device; never raises (the error is kept for the job)."""
+    prepared = Prepared()
+    started = time.perf_counter()
+    try:
+        _setup_process(setup)
+        after_setup = time.perf_counter()
+        prepared.durations["setup"] = round(after_setup - started, 4)
+        prepared.device = _init_device(setup.backend)
+        if setup.backend != "interpreter" and setup.warm_cache:
+            _warm_launch_path(prepared.device)
+        prepared.durations["device_init"] = round(time.perf_counter() - after_setup, 4)
+    except BaseException as exc:  # noqa: BLE001 - reported when the job arrives
+        prepared.error = exc
+    prepared.ready_at = time.monotonic()
+    return prepared
+
+
+def _warm_launch_path(device: torch.device) -> None:
+    """Load Triton's launch path with the warm cache's kernels (an optimisation only)."""
+    try:
+        from ascend_kernel_gym.evaluation import _warmup
+
+        _warmup.run_child_warmup(device)
+    except Exception:  # noqa: BLE001, S110 - the candidate's first call then pays for it
+        pass
+
+
+def child_entry(setup: ChildSetup, job_fd: int, result_fd: int) -> NoReturn:
+    """Entry point of a forked child: prepare, wait for the job on ``job_fd``, evaluate it.
+
+    A child forked ahead of its job (the zygote's spare) does the set-up and the device
+    initialisation while the previous evaluation runs; an end of file instead of a job (the
+    zygote closed or died) ends it quietly.
+    """
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+    prepared = prepare(setup)
+    from ascend_kernel_gym.evaluation.zygote import JOB_TAKEN, READY, read_message
+
+    link = ZygoteLink(job_fd, result_fd)
+    try:
+        link.send(READY)
+        message = read_message(job_fd)
+    except Exception:  # noqa: BLE001 - a broken pipe from the zygote
+        message = None
+    if not isinstance(message, dict) or "job" not in message:
+        shutil.rmtree(setup.sandbox, ignore_errors=True)  # the zygote closed (or died) before a job came
+        os._exit(0)
+    link.send(JOB_TAKEN)
+    prepared.link = link
+    waited = max(0.0, prepared.ready_at - float(message.get("sent_at", prepared.ready_at)))
+    prepared.durations["waited"] = round(waited, 4)
+    child_main(message["job"], result_fd, str(message.get("token", "")), prepared)
+
+
+def _setup_process(setup: ChildSetup) -> None:
+    sandbox = setup.sandbox
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over-long output fails the write instead of killing
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     fsize = 256 * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-    if job.backend == "interpreter" and job.memory_mb > 0:
-        # Address-space cap on the CPU only: CUDA / NPU runtimes reserve huge virtual ranges,
-        # there the zygote watches the resident set instead.
-        limit = _vm_size_bytes() + job.memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    out_fd = os.open(os.path.join(sandbox, "output.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.dup2(out_fd, 1)
-    os.dup2(out_fd, 2)
-    os.close(out_fd)
-    null_fd = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null_fd, 0)
-    os.close(null_fd)
+    _redirect(os.path.join(sandbox, "output.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, (1, 2))
+    _redirect(os.devnull, os.O_RDONLY, (0,))
     tmp = os.path.join(sandbox, "tmp")
     cache = os.path.join(sandbox, "triton_cache")
     os.makedirs(tmp, exist_ok=True)
-    if job.warm_cache and os.path.isdir(job.warm_cache):
-        shutil.copytree(job.warm_cache, cache, dirs_exist_ok=True)
+    if setup.warm_cache and os.path.isdir(setup.warm_cache):
+        shutil.copytree(setup.warm_cache, cache, dirs_exist_ok=True)
     os.makedirs(cache, exist_ok=True)
     keep = {k: v for k, v in os.environ.items() if k in ENV_KEEP}
     os.environ.clear()
@@ -192,7 +297,25 @@ def _setup_process(job: Job, state: _State) -> None:
     tempfile.tempdir = tmp
     os.chdir(sandbox)
     sys.dont_write_bytecode = True
-    torch.set_num_threads(max(1, job.torch_threads))
+    torch.set_num_threads(max(1, setup.torch_threads))
+
+
+def _redirect(path: str, flags: int, targets: tuple[int, ...]) -> None:
+    """Open ``path`` onto each of the ``targets`` descriptors (which may be closed now)."""
+    fd = os.open(path, flags, 0o600)
+    for target in targets:
+        if fd != target:
+            os.dup2(fd, target)
+    if fd not in targets:
+        os.close(fd)
+
+
+def _limit_memory(job: Job) -> None:
+    if job.backend == "interpreter" and job.memory_mb > 0:
+        # Address-space cap on the CPU only: CUDA / NPU runtimes reserve huge virtual ranges,
+        # there the zygote watches the resident set instead.
+        limit = _vm_size_bytes() + job.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 def _vm_size_bytes() -> int:
@@ -291,13 +414,22 @@ def _global_hooks() -> list[str]:
 # --- the evaluation -----------------------------------------------------------------------------
 
 
-def child_main(job: Job, result_fd: int, token: str) -> NoReturn:
-    """Entry point in the forked child. Never returns."""
+def child_main(job: Job, result_fd: int, token: str, prepared: Prepared | None = None) -> NoReturn:
+    """Evaluate ``job`` in this process and write the result to ``result_fd``. Never returns.
+
+    ``prepared``: the set-up done before the job arrived (:func:`child_entry`); without it the
+    set-up and device initialisation happen here, as part of the compile stage.
+    """
     try:
         os.setpgid(0, 0)
     except OSError:
         pass
-    writer = ResultWriter(result_fd, token)
+    marker = b""
+    if prepared is not None and prepared.link is not None:
+        from ascend_kernel_gym.evaluation.zygote import RESULT
+
+        marker = RESULT
+    writer = ResultWriter(result_fd, token, marker)
     result = EvalResult(
         task_id=job.task.id,
         backend=job.backend,
@@ -308,9 +440,9 @@ def child_main(job: Job, result_fd: int, token: str) -> NoReturn:
         static_ok=True,
         warnings=list(job.static_warnings),
     )
-    state = _State(job=job, result=result, writer=writer)
+    state = _State(job=job, result=result, writer=writer, sandbox=job.sandbox, link=prepared and prepared.link)
     try:
-        _evaluate(state)
+        _evaluate(state, prepared)
     except StageError as failure:
         _apply_failure(state, failure)
     except BaseException as exc:  # noqa: BLE001 - a harness bug must still produce a result
@@ -335,16 +467,24 @@ def _apply_failure(state: _State, failure: StageError) -> None:
         result.hack_reasons.append(f"{failure.error_type.value}: {failure.message.splitlines()[0][:200]}")
 
 
-def _evaluate(state: _State) -> None:
+def _evaluate(state: _State, prepared: Prepared | None) -> None:
     job, result = state.job, state.result
-    started = time.perf_counter()
-    _setup_process(job, state)
-    after_setup = time.perf_counter()
-    device = _init_device(job.backend)
+    if prepared is None:
+        prepared = prepare(ChildSetup(job.sandbox, job.backend, job.warm_cache, job.torch_threads))
+        # Parts of the compile stage, for latency work (the stage's own entry includes them).
+        for key, value in prepared.durations.items():
+            result.stage_durations[f"compile.{key}"] = value
+    else:
+        # Done before the job arrived (not part of this evaluation's time, unless it had to wait:
+        # ``compile.waited``).
+        for key, value in prepared.durations.items():
+            result.stage_durations["compile.waited" if key == "waited" else f"ahead.{key}"] = value
+    if prepared.error is not None:
+        raise prepared.error
+    assert prepared.device is not None
+    device = prepared.device
+    _limit_memory(job)
     result.device = _device_name(job.backend)
-    # Parts of the compile stage, for latency work (the stage's own entry includes them).
-    result.stage_durations["compile.setup"] = round(after_setup - started, 4)
-    result.stage_durations["compile.device_init"] = round(time.perf_counter() - after_setup, 4)
     try:
         task_module = instantiate(job.task, job.profile)
     except Exception as exc:  # noqa: BLE001 - a broken task is the harness's problem
@@ -937,6 +1077,50 @@ def _run_ascend_hooks(
 # --- profiling ----------------------------------------------------------------------------------
 
 
+class BufferRotation:
+    """Input buffers of one model in the timing stage, so that its calls use several allocations.
+
+    ``prepare(k)`` copies input set ``k`` into the next of ``slots`` buffer sets (outside the
+    timed window) and returns the call. Each slot's last output is kept until that slot's next
+    call, so outputs cycle through ``slots + 1`` allocations as well. Timing one fixed
+    allocation let the median hinge on where it landed in device memory (per-process modes 5-8 %
+    apart for a transpose on an H200); cycling averages over placements within the process.
+    ``slots`` and the number of input sets are coprime (2 and 3), so every buffer holds every
+    set in turn and a candidate that caches results by input address still returns stale data.
+    """
+
+    def __init__(self, model: Any, sets: list[list[Any]], slots: int = 2) -> None:
+        if math.gcd(slots, len(sets)) != 1:
+            raise ValueError(f"{slots} buffer slots and {len(sets)} input sets must be coprime")
+        self.model = model
+        self.sets = sets
+        self.buffers = [cx.clone_inputs(sets[0]) for _ in range(slots)]
+        self.outputs: list[Any] = [None] * slots
+        self.calls = 0
+        self.slot = 0
+
+    def load(self, k: int) -> list[Any]:
+        """Copy input set ``k`` into the next slot's buffers and return them."""
+        self.slot = self.calls % len(self.buffers)
+        self.calls += 1
+        buffers = self.buffers[self.slot]
+        for buf, src in zip(buffers, self.sets[k], strict=False):
+            if isinstance(buf, torch.Tensor):
+                torch.Tensor.copy_(buf, src)
+        return buffers
+
+    def prepare(self, k: int) -> Callable[[], Any]:
+        buffers = self.load(k)
+        slot = self.slot
+
+        def call() -> Any:
+            out = self.model(*buffers)
+            self.outputs[slot] = out  # the slot's previous output is freed only now
+            return out
+
+        return call
+
+
 def _run_profiling(
     state: _State, task_module: Any, reference: Any, candidate: Any, device: torch.device, rng: random.Random
 ) -> None:
@@ -948,25 +1132,11 @@ def _run_profiling(
     sets = [cx.make_inputs(task_module, rng.getrandbits(62), "task", device) for _ in range(num_sets)]
     ref_outs = [cx.detach_copy(_run_reference(state, reference, cx.clone_inputs(s))) for s in sets]
     ref_slacks = [_precision_slack(state, reference, s, out) for s, out in zip(sets, ref_outs, strict=True)]
-    cand_bufs = cx.clone_inputs(sets[0])
-    ref_bufs = cx.clone_inputs(sets[0])
-
-    def load(buffers: list[Any], k: int) -> None:
-        for buf, src in zip(buffers, sets[k], strict=False):
-            if isinstance(buf, torch.Tensor):
-                torch.Tensor.copy_(buf, src)
-
-    def run_candidate(k: int) -> Callable[[], Any]:
-        load(cand_bufs, k)
-        return lambda: candidate(*cand_bufs)
-
-    def run_reference(k: int) -> Callable[[], Any]:
-        load(ref_bufs, k)
-        return lambda: reference(*ref_bufs)
+    cand_slots = BufferRotation(candidate, sets)
+    ref_slots = BufferRotation(reference, sets)
 
     def audit(k: int) -> None:
-        load(cand_bufs, k)
-        out = _call_candidate(state, candidate, cand_bufs, False)
+        out = _call_candidate(state, candidate, cand_slots.load(k), False)
         if not cx.outputs_close(out, ref_outs[k], atol, rtol, ref_slacks[k]):
             raise StageError(
                 ErrorType.VALUE_MISMATCH,
@@ -975,11 +1145,12 @@ def _run_profiling(
             )
 
     side_streams = _watch_side_streams(state, device)
+    quiet_wait_s = state.link.wait_quiet() if state.link is not None else None
     try:
         with torch.no_grad():
             timing = profiling.time_side_by_side(
-                run_candidate,
-                run_reference,
+                cand_slots.prepare,
+                ref_slots.prepare,
                 audit,
                 device_type=device.type,
                 num_sets=num_sets,
@@ -1000,6 +1171,8 @@ def _run_profiling(
     result.kernel_ms = round(timing.kernel_ms, 6)
     result.speedup = round(timing.speedup, 4)
     result.timing = timing.details
+    if quiet_wait_s is not None:
+        result.timing["quiet_wait_s"] = quiet_wait_s
     result.warnings.extend(profiling.plausibility_warnings(timing, sets[0], ref_outs[0], _bandwidth_gbps(job)))
 
 

@@ -68,10 +68,19 @@ class ZygoteHandle:
         device_index: which device this worker uses (devices only).
         threads: torch / BLAS threads per child.
         tmp_root: where the zygote makes its temporary directories (default: the system's).
+        prefork: the zygote keeps a spare child, set up ahead of the next job.
     """
 
-    def __init__(self, backend: str, device_index: int | None = None, threads: int = 1, tmp_root: str | None = None):
+    def __init__(
+        self,
+        backend: str,
+        device_index: int | None = None,
+        threads: int = 1,
+        tmp_root: str | None = None,
+        prefork: bool = True,
+    ):
         self.backend = backend
+        self.prefork = prefork
         self.device_index = device_index
         self.threads = threads
         self.tmp_root = tmp_root
@@ -105,6 +114,7 @@ class ZygoteHandle:
                 "backend": self.backend,
                 "torch_threads": self.threads,
                 "tmp_root": self.tmp_root,
+                "prefork": self.prefork,
             },
         )
         reply = self._read(time.monotonic() + START_TIMEOUT_S)

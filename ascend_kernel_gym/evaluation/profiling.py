@@ -3,8 +3,10 @@
 Protocol (one child, after correctness passed):
 
 - ``K`` input sets are drawn up front with their reference outputs; each timed call first copies
-  one set into fixed input buffers (outside the timed window), so a candidate that caches
-  results by input address returns stale data, which the audit calls catch;
+  one set into input buffers (outside the timed window), so a candidate that caches results by
+  input address returns stale data, which the audit calls catch. The child alternates two
+  buffer sets per model and keeps recent outputs alive (``child.BufferRotation``), so each
+  model is timed on several memory placements rather than one;
 - warm-up calls of both models (at least ``warmup`` each and at least ``WARMUP_S`` seconds),
   then ``reps`` rounds; in each round the candidate and the reference run in a random order;
   before each timed call a 256 MB buffer is overwritten to flush the L2 cache;

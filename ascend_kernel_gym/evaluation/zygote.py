@@ -2,14 +2,19 @@
 
 One zygote process per worker imports torch and triton once (with ``TRITON_INTERPRET=1`` on the
 interpreter backend), warms Triton's lazy paths, and then, for every job, forks a fresh child
-that runs :func:`.child.child_main`. The zygote never runs candidate code and never initialises
+that runs :func:`.child.child_entry`. The zygote never runs candidate code and never initialises
 a device (CUDA / NPU must not be initialised before ``fork``), so every child starts from the
-same clean, warm state.
+same clean, warm state. Every child serves exactly one job.
+
+With ``prefork`` (the default) the zygote keeps one spare child forked ahead: it sets itself up
+and initialises the device while the previous job runs, then blocks on its job pipe. A job goes
+to the spare, and the next spare is forked at once. A spare that died while waiting is replaced.
 
 The zygote supervises each child: wall-clock deadline (``SIGKILL`` to the child's process
-group), resident-memory cap (polled from ``/proc``), collection of the one result message,
-classification of deaths (timeout, signal, exit without a result), and removal of the child's
-temporary directory.
+group), resident-memory cap (polled from ``/proc``), collection of the one result message
+(answered as soon as it is complete: the child's exit and device teardown happen after the
+reply, and it is reaped later), classification of deaths (timeout, signal, exit without a
+result), and removal of the child's temporary directory.
 
 Protocol with the calling process (over the zygote's stdin / stdout, 8-byte length + pickle;
 both ends are harness code): a config dict first, then ``{"job": Job, "timeout": s}`` per
@@ -30,9 +35,21 @@ import struct
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from typing import Any
 
 _HEADER = struct.Struct("<Q")
+# What a child writes on its result pipe, in this order: READY (set up, device initialised),
+# JOB_TAKEN (read its job; before any candidate code runs), QUIET (before timing: asks that no
+# other child of this worker is starting or tearing down a device context; answered with GO on
+# its job pipe), RESULT followed by the length-prefixed result.
+READY = b"R"
+JOB_TAKEN = b"J"
+QUIET = b"Q"
+GO = b"G"
+RESULT = b"M"
+#: the longest a child waits for a quiet device before timing anyway
+QUIET_MAX_S = 10.0
 RSS_POLL_S = 0.05
 
 
@@ -93,6 +110,68 @@ def _device_touched() -> bool:
     return touched
 
 
+@dataclass
+class _Child:
+    """A forked evaluation child, seen from the zygote."""
+
+    pid: int
+    job_fd: int  # the zygote writes the job (and later GO) here
+    result_fd: int  # the child writes its control bytes and its result here
+    sandbox: str
+    #: READY seen (or its pipe closed): it no longer starts a device context
+    ready: bool = False
+
+
+class _Run:
+    """What one child has written on its result pipe so far (control bytes, then the result)."""
+
+    def __init__(self, child: _Child, token: str) -> None:
+        self.child = child
+        self.token = token
+        self.taken = False
+        self.quiet_asked = False
+        self.result_bytes: bytearray | None = None  # from RESULT on
+        self.garbled = False
+        self.status: int | None = None
+        self.reason = ""
+
+    def feed(self, chunk: bytes) -> None:
+        view = memoryview(chunk)
+        while view and self.result_bytes is None:
+            byte, view = bytes(view[:1]), view[1:]
+            if byte == READY:
+                self.child.ready = True
+            elif byte == JOB_TAKEN:
+                self.taken = True
+            elif byte == QUIET:
+                self.quiet_asked = True
+            else:  # RESULT; anything else is a broken stream, and no result will be accepted
+                self.garbled = byte != RESULT
+                self.result_bytes = bytearray()
+        if view and self.result_bytes is not None:
+            self.result_bytes += view
+
+    def reply(self) -> dict[str, Any] | None:
+        """The child's result, once complete, well-formed and carrying the job's token."""
+        data = self.result_bytes
+        if not self.taken or self.garbled or data is None or len(data) < _HEADER.size:
+            return None
+        (size,) = _HEADER.unpack(data[: _HEADER.size])
+        if len(data) < _HEADER.size + size:
+            return None
+        try:
+            message = json.loads(bytes(data[_HEADER.size : _HEADER.size + size]))
+        except ValueError:
+            return None
+        if (
+            not isinstance(message, dict)
+            or message.get("token") != self.token
+            or not isinstance(message.get("result"), dict)
+        ):
+            return None
+        return message["result"]
+
+
 class Zygote:
     """State of one fork server (lives in the zygote process)."""
 
@@ -100,9 +179,16 @@ class Zygote:
         self.backend: str = config["backend"]
         self.root = tempfile.mkdtemp(prefix="akg-pool-", dir=config.get("tmp_root"))
         self.torch_threads = int(config.get("torch_threads", 1))
+        self.prefork = bool(config.get("prefork", True))
         self.warm_cache: str | None = None
         self.compiler_warm = False
         self.baseline_rss = 0
+        #: the child forked ahead for the next job (``prefork``)
+        self.spare: _Child | None = None
+        #: children that reported (or were killed) and are not reaped yet
+        self.exiting: list[int] = []
+        #: the zygote's own pipe ends, closed in every child
+        self.harness_fds: set[int] = set()
 
     # --- warm-up ------------------------------------------------------------------------------
     def warm(self) -> dict[str, Any]:
@@ -235,94 +321,225 @@ class Zygote:
                 os.environ["TRITON_CACHE_DIR"] = previous
             shutil.rmtree(scratch, ignore_errors=True)
 
-    # --- one job ------------------------------------------------------------------------------
-    def run_job(self, job: Any, timeout: float, memory_mb: int) -> dict[str, Any]:
+    # --- children -----------------------------------------------------------------------------
+    def _fork_child(self) -> _Child:
+        """Fork a child that sets itself up, initialises the device and waits for its job."""
         sandbox = tempfile.mkdtemp(prefix="akg-sandbox-", dir=self.root)
-        job.sandbox = sandbox
-        job.warm_cache = self.warm_cache
-        job.torch_threads = self.torch_threads
-        token = secrets.token_hex(16)
-        read_fd, write_fd = os.pipe()
-        started = time.perf_counter()
+        job_read, job_write = os.pipe()
+        result_read, result_write = os.pipe()
         pid = os.fork()
-        if pid == 0:  # the child
-            os.close(read_fd)
-            for fd in (0, 1, self.proto_in, self.proto_out):
+        if pid == 0:  # the child: keeps only its own two pipe ends
+            for fd in (0, 1, self.proto_in, self.proto_out, job_write, result_read, *self.harness_fds):
                 try:
                     os.close(fd)
                 except OSError:
                     pass
             try:
-                from ascend_kernel_gym.evaluation.child import child_main
+                from ascend_kernel_gym.evaluation.child import ChildSetup, child_entry
 
-                child_main(job, write_fd, token)
+                setup = ChildSetup(sandbox, self.backend, self.warm_cache, self.torch_threads)
+                child_entry(setup, job_read, result_write)
             finally:
                 os._exit(70)
-        os.close(write_fd)
+        os.close(job_read)
+        os.close(result_write)
         try:
             os.setpgid(pid, pid)
         except OSError:
             pass
-        data, status, reason = self._supervise(pid, read_fd, started + timeout, memory_mb)
-        os.close(read_fd)
+        self.harness_fds |= {job_write, result_read}
+        return _Child(pid, job_write, result_read, sandbox)
+
+    def _take_spare(self) -> _Child | None:
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return None
+        try:
+            done, _ = os.waitpid(spare.pid, os.WNOHANG)
+        except ChildProcessError:
+            done = spare.pid
+        if done:  # it died while waiting (it never had a job): start over with a fresh child
+            self._discard(spare, reaped=True)
+            return None
+        return spare
+
+    def _send(self, child: _Child, message: dict[str, Any], deadline: float) -> bool:
+        """Hand ``child`` its job; False if it died first or would not take it before ``deadline``."""
+        payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        data = memoryview(_HEADER.pack(len(payload)) + payload)
+        try:
+            while data:
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    return False
+                _, ready, _ = select.select([], [child.job_fd], [], min(left, 1.0))
+                if ready:
+                    data = data[os.write(child.job_fd, data[: select.PIPE_BUF]) :]
+        except OSError:
+            return False
+        return True
+
+    def _discard(self, child: _Child, reaped: bool = False) -> None:
+        """Kill a child and release its pipes and sandbox (it is reaped now or later).
+
+        ``reaped``: already waited for; its pid may belong to another process by now.
+        """
+        if not reaped:
+            self._kill(child.pid)
+            self.exiting.append(child.pid)
+        self._release_pipes(child)
+        shutil.rmtree(child.sandbox, ignore_errors=True)
+
+    def _release_pipes(self, child: _Child) -> None:
+        for fd in (child.job_fd, child.result_fd):
+            self._close_fd(fd)
+        child.job_fd = child.result_fd = -1
+
+    def _close_fd(self, fd: int) -> None:
+        if fd < 0:
+            return
+        self.harness_fds.discard(fd)
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+    def _reap(self, block: bool = False) -> None:
+        """Collect children that reported and are still tearing down (or were killed)."""
+        still = []
+        for pid in self.exiting:
+            try:
+                done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if not done:
+                still.append(pid)
+        self.exiting = still
+
+    def start_spare(self) -> None:
+        if self.prefork and self.spare is None:
+            self.spare = self._fork_child()
+
+    def shutdown(self) -> None:
+        if self.spare is not None:
+            self._discard(self.spare)
+            self.spare = None
+        for pid in self.exiting:
+            self._kill(pid)
+        self._reap(block=True)
+
+    # --- one job ------------------------------------------------------------------------------
+    def run_job(self, job: Any, timeout: float, memory_mb: int) -> dict[str, Any]:
+        started = time.perf_counter()
+        deadline = started + timeout
+        token = secrets.token_hex(16)
+        self._reap()
+        child = self._take_spare() or self._fork_child()
+        for attempt in range(2):
+            job.sandbox = child.sandbox
+            job.warm_cache = self.warm_cache
+            job.torch_threads = self.torch_threads
+            sent = self._send(child, {"job": job, "token": token, "sent_at": time.monotonic()}, deadline)
+            if attempt == 0:
+                self.start_spare()  # the next job's child gets ready while this one runs
+            run = _Run(child, token) if not sent else self._supervise(child, deadline, memory_mb, token)
+            if run.taken or run.reason or attempt:
+                break
+            # The child died (or would not read) before it took the job: a spare killed or broken
+            # while it waited is the harness's problem, never the candidate's. Once more, fresh.
+            self._discard(child, reaped=run.status is not None)
+            child = self._fork_child()
         wall = time.perf_counter() - started
-        reply = self._decode(data, token)
+        reply = run.reply()
+        if not run.taken and not run.reason:
+            run.reason = "timeout" if time.perf_counter() > deadline else "not_started"
+            self._discard(child, reaped=run.status is not None)
+        self._release_pipes(child)
         output_tail = ""
         if reply is None:
-            output_tail = self._output_tail(sandbox, job.output_cap)
-        shutil.rmtree(sandbox, ignore_errors=True)
+            output_tail = self._output_tail(child.sandbox, job.output_cap)
+        shutil.rmtree(child.sandbox, ignore_errors=True)
         return {
             "result": reply,
-            "status": status,
-            "reason": reason,
+            "status": run.status,
+            "reason": run.reason,
             "wall_s": round(wall, 4),
             "output_tail": output_tail,
-            "sandbox": sandbox,
+            "sandbox": child.sandbox,
         }
 
-    def _supervise(self, pid: int, read_fd: int, deadline: float, memory_mb: int) -> tuple[bytes, int | None, str]:
-        chunks: list[bytes] = []
-        reason = ""
-        status: int | None = None
+    def _supervise(self, child: _Child, deadline: float, memory_mb: int, token: str) -> _Run:
+        """Follow one child until its result is in or it is gone.
+
+        Returns as soon as a complete, valid result has arrived: the child only exits after
+        that, and its teardown (the device context above all) need not delay the reply; it is
+        killed and reaped later. Meanwhile answers the child's QUIET request once the spare is
+        ready and earlier children are reaped, and enforces the deadline and the memory cap.
+        """
+        run = _Run(child, token)
+        pid, read_fd = child.pid, child.result_fd
         eof = False
+        quiet_since: float | None = None
         rss_limit = self.baseline_rss + memory_mb * 1024 * 1024 if memory_mb > 0 else 0
         last_poll = 0.0
         while True:
             now = time.perf_counter()
-            if now > deadline and status is None:
-                reason = "timeout"
+            if now > deadline and run.status is None:
+                run.reason = "timeout"
                 self._kill(pid)
-            if not eof:
-                ready, _, _ = select.select([read_fd], [], [], 0.02)
-                if ready:
-                    chunk = os.read(read_fd, 1 << 20)
-                    if chunk:
-                        chunks.append(chunk)
-                    else:
-                        eof = True
-            if status is None:
+            spare = self.spare if self.spare is not None and not self.spare.ready else None
+            watched = ([] if eof else [read_fd]) + ([spare.result_fd] if spare is not None else [])
+            ready, _, _ = select.select(watched, [], [], 0.02) if watched else ([], [], [])
+            if not watched:
+                time.sleep(0.005)
+            if spare is not None and spare.result_fd in ready:
+                spare.ready = True  # READY, or its pipe closed: either way it starts no context now
+                os.read(spare.result_fd, 1)
+            if read_fd in ready:
+                chunk = os.read(read_fd, 1 << 20)
+                if chunk:
+                    run.feed(chunk)
+                    if run.quiet_asked and quiet_since is None:
+                        quiet_since = now
+                    if run.status is None and not run.reason and run.reply() is not None:
+                        self._kill_group(pid)
+                        self.exiting.append(pid)
+                        break
+                else:
+                    eof = True
+            if quiet_since is not None and (self._quiet() or now - quiet_since > QUIET_MAX_S):
+                quiet_since = None
+                run.quiet_asked = False
+                try:
+                    os.write(child.job_fd, GO)
+                except OSError:
+                    pass
+            if run.status is None:
                 done, wait_status = os.waitpid(pid, os.WNOHANG)
                 if done:
-                    status = wait_status
+                    run.status = wait_status
                     self._kill_group(pid)
-            if status is not None and eof:
+            if run.status is not None and eof:
                 break
-            if status is not None and not eof:
+            if run.status is not None and not eof:
                 # The child is gone; whatever is left in the pipe is all there is.
-                ready, _, _ = select.select([read_fd], [], [], 0.2)
-                if not ready:
+                more, _, _ = select.select([read_fd], [], [], 0.2)
+                if not more:
                     break
                 continue
-            if eof and status is None:
-                time.sleep(0.005)
-                if time.perf_counter() > deadline + 5:
-                    self._kill(pid)
-            if rss_limit and now - last_poll > RSS_POLL_S and status is None:
+            if eof and run.status is None and time.perf_counter() > deadline + 5:
+                self._kill(pid)
+            if rss_limit and now - last_poll > RSS_POLL_S and run.status is None:
                 last_poll = now
                 if _rss_bytes(pid) > rss_limit:
-                    reason = "memory"
+                    run.reason = "memory"
                     self._kill(pid)
-        return b"".join(chunks), status, reason
+        return run
+
+    def _quiet(self) -> bool:
+        """No other child of this worker is starting or tearing down a device context."""
+        self._reap()
+        return not self.exiting and (self.spare is None or self.spare.ready)
 
     @staticmethod
     def _kill(pid: int) -> None:
@@ -338,26 +555,6 @@ class Zygote:
             os.killpg(pid, signal.SIGKILL)  # leftovers (compiler subprocesses) of a finished child
         except OSError:
             pass
-
-    @staticmethod
-    def _decode(data: bytes, token: str) -> dict[str, Any] | None:
-        if len(data) < _HEADER.size:
-            return None
-        (size,) = _HEADER.unpack(data[: _HEADER.size])
-        payload = data[_HEADER.size : _HEADER.size + size]
-        if len(payload) != size:
-            return None
-        try:
-            message = json.loads(payload)
-        except ValueError:
-            return None
-        if (
-            not isinstance(message, dict)
-            or message.get("token") != token
-            or not isinstance(message.get("result"), dict)
-        ):
-            return None
-        return message["result"]
 
     @staticmethod
     def _output_tail(sandbox: str, cap: int) -> str:
@@ -392,7 +589,8 @@ def main() -> None:
     zygote.proto_out = proto_out
     try:
         info = zygote.warm()
-        write_message(proto_out, {"ready": True, **info})
+        zygote.start_spare()
+        write_message(proto_out, {"ready": True, "prefork": zygote.prefork, **info})
         while True:
             message = read_message(proto_in)
             if message is None:
@@ -400,6 +598,7 @@ def main() -> None:
             reply = zygote.run_job(message["job"], float(message["timeout"]), int(message.get("memory_mb", 0)))
             write_message(proto_out, reply)
     finally:
+        zygote.shutdown()
         shutil.rmtree(zygote.root, ignore_errors=True)
 
 

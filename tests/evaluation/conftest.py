@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import glob
+import os
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from ascend_kernel_gym.evaluation import Evaluator
 from ascend_kernel_gym.tasks import get_task
+
+
+def _leftover_sandboxes(pool_root: str, workers: int) -> list[str]:
+    """Child sandboxes under ``pool_root`` that should have been removed.
+
+    Each live worker's spare child (set up, no job yet) holds one directory without a
+    candidate file; spares of zygotes killed by a test remove theirs as they exit (waited for).
+    """
+    deadline = time.monotonic() + 5
+    while True:
+        found = sorted(glob.glob(os.path.join(pool_root, "**", "akg-sandbox-*"), recursive=True))
+        used = [path for path in found if os.path.exists(os.path.join(path, "kernel.py"))]
+        spares = [path for path in found if path not in used]
+        if len(spares) <= workers or time.monotonic() > deadline:
+            return used + spares[workers:]
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="session")
@@ -36,3 +55,9 @@ def relu_solution(relu_task) -> str:
     source = relu_task.solution_source()
     assert source is not None
     return source
+
+
+@pytest.fixture(scope="session")
+def leftover_sandboxes() -> Callable[[str, int], list[str]]:
+    """``leftover_sandboxes(pool_root, workers)``: sandboxes a finished evaluation left behind."""
+    return _leftover_sandboxes

@@ -6,11 +6,12 @@ from __future__ import annotations
 import glob
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, render_feedback
+from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, Evaluator, render_feedback
 
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -57,10 +58,61 @@ def test_pool_replaces_a_dead_worker(evaluator, relu_task, relu_solution) -> Non
     assert all(h.alive() for h in handles if h.starts > 0)
 
 
-def test_sandboxes_are_removed(evaluator, relu_task, relu_solution, pool_root) -> None:
+def test_sandboxes_are_removed(evaluator, relu_task, relu_solution, pool_root, leftover_sandboxes) -> None:
     evaluator.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# sandbox check\n"))
-    leftovers = glob.glob(os.path.join(pool_root, "akg-pool-*", "akg-sandbox-*"))
-    assert leftovers == []
+    assert leftover_sandboxes(pool_root, evaluator.workers) == []
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as handle:
+        return [int(p) for p in handle.read().split()]
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _pipes(pid: int) -> int:
+    return sum(os.readlink(f"/proc/{pid}/fd/{fd}").startswith("pipe:") for fd in os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_spare_child_is_set_up_ahead_isolated_and_replaced(relu_task, relu_solution, tmp_path) -> None:
+    ev = Evaluator(backend="interpreter", workers=1, cache=False, timeout_s=120, tmp_root=str(tmp_path))
+    try:
+        first = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# spare 1\n", profile="small"))
+        assert first.ok, first.error_message
+        assert "ahead.setup" in first.stage_durations and "compile.waited" in first.stage_durations
+        zygote = ev._handles[0].proc.pid
+        (spare,) = [pid for pid in _children(zygote) if _running(pid)]  # waiting for the next job
+        assert _pipes(spare) == 2  # its own job and result pipes; none of the zygote's or a sibling's
+        os.kill(spare, signal.SIGKILL)  # dies before it gets a job: replaced, not blamed on the candidate
+        for i in range(3):
+            code = relu_solution + f"\n# spare {i + 2}\n"
+            result = ev.evaluate(EvalRequest(task=relu_task, code=code, profile="small"))
+            assert result.ok, result.error_message
+        children = _children(zygote)
+        assert sum(_running(pid) for pid in children) <= 2 and len(children) <= 3  # finished children are reaped
+        spares = [pid for pid in children if _running(pid)]
+    finally:
+        ev.close()
+    assert not any(_running(pid) for pid in spares)
+    assert not glob.glob(os.path.join(str(tmp_path), "akg-pool-*"))
+
+
+def test_without_prefork_no_child_waits(relu_task, relu_solution, tmp_path) -> None:
+    ev = Evaluator(backend="interpreter", workers=1, cache=False, timeout_s=120, tmp_root=str(tmp_path), prefork=False)
+    try:
+        result = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# no spare\n", profile="small"))
+        assert result.ok, result.error_message
+        assert ev._handles[0].info["prefork"] is False
+        assert not [pid for pid in _children(ev._handles[0].proc.pid) if _running(pid)]
+        assert not glob.glob(os.path.join(str(tmp_path), "akg-pool-*", "akg-sandbox-*"))
+    finally:
+        ev.close()
 
 
 def test_output_is_captured_capped_and_scrubbed(evaluator, relu_task, relu_solution) -> None:

@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from ascend_kernel_gym.evaluation import ErrorType, EvalResult, Stage, profiling
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.static import check_source
@@ -46,6 +48,8 @@ def test_timing_protocol_runs(evaluator, relu_task, relu_solution) -> None:
     assert result.speedup is not None and abs(result.speedup - result.ref_ms / result.kernel_ms) < 1e-2
     assert result.timing["reps"] == 12 and result.timing["audit_rounds"] == 5 and result.timing["input_sets"] == 3
     assert result.timing["kernel_ms_p25"] <= result.timing["kernel_ms_p75"]
+    # Timing started only once the zygote confirmed that no sibling child was starting or ending.
+    assert 0 <= result.timing["quiet_wait_s"] < 5
 
 
 SWITCHER = """
@@ -215,3 +219,31 @@ def test_recorder_probes_every_launch_while_a_stream_probe_is_set() -> None:
     out = subprocess.run([sys.executable, "-c", PROBE_SCRIPT], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "probes 1" in out.stdout
+
+
+def test_buffer_rotation_cycles_allocations_and_sets() -> None:
+    import torch
+
+    from ascend_kernel_gym.evaluation.child import BufferRotation
+
+    sets = [[torch.full((1024,), float(k))] for k in range(3)]
+    seen_inputs: list[tuple[int, float]] = []
+
+    def model(x):
+        seen_inputs.append((x.data_ptr(), float(x[0])))
+        return x * 2
+
+    rotation = BufferRotation(model, sets)
+    outputs = [rotation.prepare(rep % 3)() for rep in range(12)]
+    assert all(float(out[0]) == 2.0 * (rep % 3) for rep, out in enumerate(outputs))  # each call got its set
+    placements = {ptr for ptr, _ in seen_inputs}
+    assert len(placements) == 2 and not placements & {s[0].data_ptr() for s in sets}
+    # Every buffer holds every input set in turn (caching by address returns stale data).
+    assert all({value for ptr, value in seen_inputs if ptr == p} == {0.0, 1.0, 2.0} for p in placements)
+    del outputs
+    # The caller drops each output at once; the rotation keeps the slots' last outputs, so three
+    # consecutive calls never write to the same allocation.
+    out_ptrs = [rotation.prepare(rep % 3)().data_ptr() for rep in range(12)]
+    assert all(len(set(out_ptrs[i : i + 3])) == 3 for i in range(10))
+    with pytest.raises(ValueError, match="coprime"):
+        BufferRotation(model, sets, slots=3)

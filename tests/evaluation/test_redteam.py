@@ -76,7 +76,7 @@ def test_redteam_files_are_labelled() -> None:
 
 
 @pytest.fixture(scope="module")
-def redteam_results(evaluator, pool_root):
+def redteam_results(evaluator, pool_root, leftover_sandboxes):
     """Evaluate every red-team file once, in parallel (the session's two-worker pool)."""
     _remove_canaries()
     cwd = os.getcwd()
@@ -92,7 +92,7 @@ def redteam_results(evaluator, pool_root):
         "cwd": os.getcwd(),
         "pwned_in_cwd": glob.glob(os.path.join(cwd, "akg_redteam_pwned*")),
         "canaries": canaries,
-        "sandboxes_left": glob.glob(os.path.join(pool_root, "**", "akg-sandbox-*"), recursive=True),
+        "sandboxes_left": leftover_sandboxes(pool_root, evaluator.workers),
     }
     _remove_canaries()  # whatever a known-failing case managed to write
     assert harm["cwd"] == cwd
