@@ -1082,11 +1082,10 @@ class BufferRotation:
 
     ``prepare(k)`` copies input set ``k`` into the next of ``slots`` buffer sets (outside the
     timed window) and returns the call. Each slot's last output is kept until that slot's next
-    call, so outputs cycle through ``slots + 1`` allocations as well. Timing one fixed
-    allocation let the median hinge on where it landed in device memory (per-process modes 5-8 %
-    apart for a transpose on an H200); cycling averages over placements within the process.
-    ``slots`` and the number of input sets are coprime (2 and 3), so every buffer holds every
-    set in turn and a candidate that caches results by input address still returns stale data.
+    call, so outputs cycle through ``slots + 1`` allocations as well: no single allocation's
+    place in device memory decides the median. ``slots`` and the number of input sets are
+    coprime (2 and 3), so every buffer holds every set in turn and a candidate that caches
+    results by input address still returns stale data.
     """
 
     def __init__(self, model: Any, sets: list[list[Any]], slots: int = 2) -> None:

@@ -237,13 +237,14 @@ def test_buffer_rotation_cycles_allocations_and_sets() -> None:
     outputs = [rotation.prepare(rep % 3)() for rep in range(12)]
     assert all(float(out[0]) == 2.0 * (rep % 3) for rep, out in enumerate(outputs))  # each call got its set
     placements = {ptr for ptr, _ in seen_inputs}
-    assert len(placements) == 2 and not placements & {s[0].data_ptr() for s in sets}
+    assert len(placements) == len(rotation.buffers) >= 2 and not placements & {s[0].data_ptr() for s in sets}
     # Every buffer holds every input set in turn (caching by address returns stale data).
     assert all({value for ptr, value in seen_inputs if ptr == p} == {0.0, 1.0, 2.0} for p in placements)
     del outputs
-    # The caller drops each output at once; the rotation keeps the slots' last outputs, so three
-    # consecutive calls never write to the same allocation.
-    out_ptrs = [rotation.prepare(rep % 3)().data_ptr() for rep in range(12)]
-    assert all(len(set(out_ptrs[i : i + 3])) == 3 for i in range(10))
+    # The caller drops each output at once; the rotation keeps the slots' last outputs, so
+    # slots + 1 consecutive calls never write to the same allocation.
+    slots = len(rotation.buffers)
+    out_ptrs = [rotation.prepare(rep % 3)().data_ptr() for rep in range(4 * slots)]
+    assert all(len(set(out_ptrs[i : i + slots + 1])) == slots + 1 for i in range(3 * slots))
     with pytest.raises(ValueError, match="coprime"):
         BufferRotation(model, sets, slots=3)
