@@ -39,7 +39,10 @@ _HINTS: dict[ErrorType, str] = {
     ErrorType.DTYPE_MISMATCH: "Return an output with exactly the reference's dtype.",
     ErrorType.DEVICE_MISMATCH: "Allocate the output on the input's device (device=x.device or torch.empty_like).",
     ErrorType.VALUE_MISMATCH: "Check indexing, masks, accumulation dtype (use fp32) and the reduction order.",
-    ErrorType.NAN_OR_INF: "Check masked loads (`other=`), divisions and exp overflow (subtract the max first).",
+    ErrorType.NAN_OR_INF: (
+        "Check masked loads (`other=`), divisions and exp overflow (subtract the max first), and that every "
+        "output element is stored: the checks fill memory from torch.empty* with NaN."
+    ),
     ErrorType.NONDETERMINISTIC: "Avoid reading uninitialised memory and keeping state between calls.",
     ErrorType.INPUT_INDEPENDENT: "Compute the output from this call's inputs; no constants or cached results.",
     ErrorType.NO_KERNEL_LAUNCHED: "Launch your @triton.jit kernel in forward on every call: kernel[grid](...).",

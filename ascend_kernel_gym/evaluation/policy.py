@@ -232,6 +232,12 @@ DATA_TORCH_OPS: frozenset[str] = frozenset(
 )
 #: Allowed operators that initialise memory: on an output only over its whole storage.
 FILL_TORCH_OPS: frozenset[str] = frozenset({"fill_", "zero_"})
+#: Operators that return uninitialised memory. During the checked calls of ``forward`` the
+#: harness fills what they return (NaN for floating types), so an output element the kernel
+#: never writes cannot pass by holding a stale, correct-looking value.
+UNINITIALISED_TORCH_OPS: frozenset[str] = frozenset(
+    {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "empty_permuted"}
+)
 
 #: Names of builtins a candidate may not use at all (not even reference).
 FORBIDDEN_BUILTINS: dict[str, str] = {

@@ -27,7 +27,12 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ascend_kernel_gym.evaluation.policy import ALLOWED_TORCH_OPS, DATA_TORCH_OPS, FILL_TORCH_OPS
+from ascend_kernel_gym.evaluation.policy import (
+    ALLOWED_TORCH_OPS,
+    DATA_TORCH_OPS,
+    FILL_TORCH_OPS,
+    UNINITIALISED_TORCH_OPS,
+)
 from ascend_kernel_gym.evaluation.result import LaunchRecord
 
 MAX_LAUNCH_RECORDS = 64
@@ -65,6 +70,8 @@ class Recorder:
         self._bench_depth = 0
         self.launches: list[LaunchRecord] = []
         self.launch_count = 0
+        #: allocations filled by :meth:`poison` so far
+        self.poisoned = 0
         self.ops: Counter[str] = Counter()
         #: (operator, storage pointer, covers the whole storage) for data-carrying and filling
         #: operators during the current forward call
@@ -249,6 +256,28 @@ class Recorder:
         if self.recording and not self._suspended:
             self.ops[name] += 1
 
+    def poison(self, out: Any) -> None:
+        """Fill memory fresh from ``torch.empty*`` in a recorded call (see ``UNINITIALISED_TORCH_OPS``).
+
+        Floating and complex tensors get NaN; integer and bool tensors get alternating extreme
+        values, so an unwritten element also differs between the two calls on the same inputs.
+        Runs inside the dispatch mode, so the fill itself is not recorded as the candidate's.
+        """
+        if not isinstance(out, torch.Tensor) or out.device.type == "meta" or out.numel() == 0:
+            return
+        self.poisoned += 1
+        high = self.poisoned % 2 == 1
+        try:
+            if out.dtype.is_floating_point or out.dtype.is_complex:
+                out.fill_(float("nan"))
+            elif out.dtype == torch.bool:
+                out.fill_(high)
+            else:
+                info = torch.iinfo(out.dtype)
+                out.fill_(info.max if high else info.min)
+        except (RuntimeError, TypeError):  # overlapping strides, exotic dtypes: left as they are
+            pass
+
     def record_write(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
         """Track data PyTorch moves during forward.
 
@@ -332,5 +361,7 @@ class _OpRecordingMode(TorchDispatchMode):
             op = f"{namespace}.{name}"
             self._recorder.record_op(op)
             if namespace == "aten":
+                if name in UNINITIALISED_TORCH_OPS:
+                    self._recorder.poison(out)
                 self._recorder.record_write(op, args, kwargs, out)
         return out

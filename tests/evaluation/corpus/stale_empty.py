@@ -1,5 +1,5 @@
 # ruff: noqa
-# expected: value_mismatch|nondeterministic|input_independent
+# expected: nan_or_inf
 # Returns uninitialised memory from torch.empty, hoping it holds an earlier result.
 import torch
 import torch.nn as nn
