@@ -13,8 +13,9 @@ to the spare, and the next spare is forked at once. A spare that died while wait
 The zygote supervises each child: wall-clock deadline (``SIGKILL`` to the child's process
 group), resident-memory cap (polled from ``/proc``), collection of the one result message
 (answered as soon as it is complete: the child's exit and device teardown happen after the
-reply, and it is reaped later), classification of deaths (timeout, signal, exit without a
-result), and removal of the child's temporary directory.
+reply, while the caller reads it, and the next job is handed out only once that child is
+reaped), classification of deaths (timeout, signal, exit without a result), and removal of
+the child's temporary directory.
 
 Protocol with the calling process (over the zygote's stdin / stdout, 8-byte length + pickle;
 both ends are harness code): a config dict first, then ``{"job": Job, "timeout": s}`` per
@@ -50,6 +51,8 @@ GO = b"G"
 RESULT = b"M"
 #: the longest a child waits for a quiet device before timing anyway
 QUIET_MAX_S = 10.0
+#: the longest a job waits for earlier children to finish exiting before it is handed out anyway
+SETTLE_MAX_S = 30.0
 RSS_POLL_S = 0.05
 
 
@@ -433,7 +436,7 @@ class Zygote:
         started = time.perf_counter()
         deadline = started + timeout
         token = secrets.token_hex(16)
-        self._reap()
+        self._settle(min(deadline, time.perf_counter() + SETTLE_MAX_S))
         child = self._take_spare() or self._fork_child()
         for attempt in range(2):
             job.sandbox = child.sandbox
@@ -535,6 +538,17 @@ class Zygote:
                     run.reason = "memory"
                     self._kill(pid)
         return run
+
+    def _settle(self, until: float) -> None:
+        """Wait (up to ``until``) until every earlier child has exited.
+
+        The reply went out before the last child's exit; its device memory is free again only
+        once it is gone, and the next child must not find it still taken.
+        """
+        self._reap()
+        while self.exiting and time.perf_counter() < until:
+            time.sleep(0.002)
+            self._reap()
 
     def _quiet(self) -> bool:
         """No other child of this worker is starting or tearing down a device context."""

@@ -78,3 +78,26 @@ def test_quiet_waits_for_the_spare_and_for_exiting_children(tmp_path) -> None:
         time.sleep(0.05)
     assert zygote._quiet() and zygote.exiting == []  # reaped
     os.rmdir(zygote.root)
+
+
+def test_settle_waits_for_earlier_children_up_to_a_limit(tmp_path) -> None:
+    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
+    pid = os.fork()
+    if pid == 0:  # a finished child still tearing down its device context
+        time.sleep(0.3)
+        os._exit(0)
+    zygote.exiting.append(pid)
+    started = time.perf_counter()
+    zygote._settle(started + 10)
+    assert zygote.exiting == [] and time.perf_counter() - started >= 0.25  # waited for it
+    stuck = os.fork()
+    if stuck == 0:
+        time.sleep(5)
+        os._exit(0)
+    zygote.exiting.append(stuck)
+    started = time.perf_counter()
+    zygote._settle(started + 0.2)  # a child that will not go: the job is not held up past the limit
+    assert zygote.exiting == [stuck] and time.perf_counter() - started < 2
+    os.kill(stuck, 9)
+    os.waitpid(stuck, 0)
+    os.rmdir(zygote.root)
