@@ -33,6 +33,7 @@ import json
 import os
 import pickle
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -251,6 +252,14 @@ def _fmt(value: float | None, pattern: str = "{:.3f}") -> str:
     return "-" if value is None else pattern.format(value)
 
 
+def _distinct(messages: list[str]) -> list[str]:
+    """One message per wording: repeats that differ only in their numbers (17.9x, 18.0x) show once."""
+    first: dict[str, str] = {}
+    for message in messages:
+        first.setdefault(re.sub(r"\d+(\.\d+)?", "#", message), message)
+    return list(first.values())
+
+
 def _median_durations(durations: list[dict[str, float]]) -> dict[str, float]:
     keys = [key for key in durations[0]] if durations else []
     return {key: statistics.median(d.get(key, 0.0) for d in durations) for key in keys}
@@ -284,7 +293,7 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], relu: dict[str, Any
     ]
     for row in rows:
         spread = row.get("speedup_spread_pct")
-        notes = "; ".join(row["errors"] + row["warnings"])[:200].replace("|", "/")
+        notes = "; ".join(row["errors"] + _distinct(row["warnings"]))[:200].replace("|", "/")
         lines.append(
             "| {task} | {ok}/{runs} | {sp} | {spread} | {ref} | {ker} | {wall} | {notes} |".format(
                 task=row["task"],

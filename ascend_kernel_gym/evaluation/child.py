@@ -1080,37 +1080,33 @@ def _run_ascend_hooks(
 class BufferRotation:
     """Input buffers of one model in the timing stage, so that its calls use several allocations.
 
-    ``prepare(k)`` copies input set ``k`` into the next of ``slots`` buffer sets (outside the
-    timed window) and returns the call. Each slot's last output is kept until that slot's next
-    call, so outputs cycle through ``slots + 1`` allocations as well: no single allocation's
-    place in device memory decides the median. ``slots`` and the number of input sets are
-    coprime (2 and 3), so every buffer holds every set in turn and a candidate that caches
-    results by input address still returns stale data.
+    ``prepare(k, slot)`` copies input set ``k`` into buffer set ``slot`` (outside the timed
+    window) and returns the call. Each slot's last output is kept until that slot's next call,
+    so outputs cycle through ``slots + 1`` allocations as well: no single allocation's place in
+    device memory decides the result. The timing protocol pairs round ``r`` with set ``r mod
+    3`` and slot ``r mod slots``; with ``slots`` coprime to the number of sets every buffer
+    holds every set in turn, so a candidate that caches results by input address still
+    returns stale data.
     """
 
     def __init__(self, model: Any, sets: list[list[Any]], slots: int = 2) -> None:
-        if math.gcd(slots, len(sets)) != 1:
+        if slots < 1 or math.gcd(slots, len(sets)) != 1:
             raise ValueError(f"{slots} buffer slots and {len(sets)} input sets must be coprime")
         self.model = model
         self.sets = sets
         self.buffers = [cx.clone_inputs(sets[0]) for _ in range(slots)]
         self.outputs: list[Any] = [None] * slots
-        self.calls = 0
-        self.slot = 0
 
-    def load(self, k: int) -> list[Any]:
-        """Copy input set ``k`` into the next slot's buffers and return them."""
-        self.slot = self.calls % len(self.buffers)
-        self.calls += 1
-        buffers = self.buffers[self.slot]
+    def load(self, k: int, slot: int = 0) -> list[Any]:
+        """Copy input set ``k`` into buffer set ``slot`` and return those buffers."""
+        buffers = self.buffers[slot]
         for buf, src in zip(buffers, self.sets[k], strict=False):
             if isinstance(buf, torch.Tensor):
                 torch.Tensor.copy_(buf, src)
         return buffers
 
-    def prepare(self, k: int) -> Callable[[], Any]:
-        buffers = self.load(k)
-        slot = self.slot
+    def prepare(self, k: int, slot: int = 0) -> Callable[[], Any]:
+        buffers = self.load(k, slot)
 
         def call() -> Any:
             out = self.model(*buffers)
@@ -1118,6 +1114,31 @@ class BufferRotation:
             return out
 
         return call
+
+
+#: buffer placements per model in the timing stage, when device memory allows (coprime with 3 sets)
+MAX_TIMING_SLOTS = 4
+#: share of the device's free memory the placements of both models may take
+TIMING_SLOTS_MEMORY_SHARE = 0.25
+
+
+def timing_slots(sets: list[list[Any]], outputs: Any, device: torch.device) -> int:
+    """How many buffer placements per model fit (4, 2 or 1); each holds one input set and one output."""
+    from ascend_kernel_gym.evaluation.profiling import min_bytes
+
+    per_slot = min_bytes(sets[0], outputs)
+    module = getattr(torch, device.type, None) if device.type != "cpu" else None
+    mem_get_info = getattr(module, "mem_get_info", None)
+    if mem_get_info is None or per_slot == 0:
+        return MAX_TIMING_SLOTS
+    try:
+        free = int(mem_get_info()[0])
+    except Exception:  # noqa: BLE001  (no memory query on this device: keep the default)
+        return MAX_TIMING_SLOTS
+    for slots in (MAX_TIMING_SLOTS, 2):
+        if 2 * slots * per_slot <= TIMING_SLOTS_MEMORY_SHARE * free:
+            return slots
+    return 1
 
 
 def _run_profiling(
@@ -1131,8 +1152,9 @@ def _run_profiling(
     sets = [cx.make_inputs(task_module, rng.getrandbits(62), "task", device) for _ in range(num_sets)]
     ref_outs = [cx.detach_copy(_run_reference(state, reference, cx.clone_inputs(s))) for s in sets]
     ref_slacks = [_precision_slack(state, reference, s, out) for s, out in zip(sets, ref_outs, strict=True)]
-    cand_slots = BufferRotation(candidate, sets)
-    ref_slots = BufferRotation(reference, sets)
+    slots = timing_slots(sets, ref_outs[0], device)
+    cand_slots = BufferRotation(candidate, sets, slots)
+    ref_slots = BufferRotation(reference, sets, slots)
 
     def audit(k: int) -> None:
         out = _call_candidate(state, candidate, cand_slots.load(k), False)
@@ -1153,6 +1175,7 @@ def _run_profiling(
                 audit,
                 device_type=device.type,
                 num_sets=num_sets,
+                placements=slots,
                 reps=job.profile_reps,
                 warmup=job.profile_warmup,
                 rng=rng,

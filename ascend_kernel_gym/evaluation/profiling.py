@@ -4,9 +4,10 @@ Protocol (one child, after correctness passed):
 
 - ``K`` input sets are drawn up front with their reference outputs; each timed call first copies
   one set into input buffers (outside the timed window), so a candidate that caches results by
-  input address returns stale data, which the audit calls catch. The child alternates two
-  buffer sets per model and keeps recent outputs alive (``child.BufferRotation``), so each
-  model is timed on several memory placements rather than one;
+  input address returns stale data, which the audit calls catch. Round ``r`` uses input set
+  ``r mod K`` in buffer placement ``r mod P``: the child keeps ``P`` input-buffer sets per model
+  and each placement's last output alive (``child.BufferRotation``), so each model is timed on
+  several memory placements rather than one;
 - warm-up calls of both models (at least ``warmup`` each and at least ``WARMUP_S`` seconds),
   then ``reps`` rounds; in each round the candidate and the reference run in a random order;
   before each timed call a 256 MB buffer is overwritten to flush the L2 cache;
@@ -27,7 +28,11 @@ Protocol (one child, after correctness passed):
 - a few rounds chosen at random are *audit* rounds: the candidate runs untimed with the
   operator / launch recorder on and its output is checked against the reference output of
   that input set, so switching behaviour once timing starts is caught;
-- medians of the per-call times; ``speedup = ref_ms / kernel_ms``.
+- per model, the median of each placement's times, averaged over the placements;
+  ``speedup = ref_ms / kernel_ms``. On an H200 some kernels run a few percent slower on one
+  buffer address than on another, the same in every process; a median over all samples of a
+  mix of such placements jumps between their levels from one evaluation to the next, while the
+  mean of the placements' medians moves only by the mix.
 
 Device events come from ``torch.cuda`` or ``torch.npu`` with the same code. Imports torch.
 """
@@ -56,9 +61,9 @@ STREAM_MODE = "stream"
 SYNC_MODE = "synchronized"
 METHODS = {
     STREAM_MODE: "{device} events on the calling stream, call queued behind the L2 flush (launch latency up to "
-    "the cushion hidden); interleaved; median",
+    "the cushion hidden); interleaved; mean of per-placement medians",
     SYNC_MODE: "{device} events around call + device-wide synchronize (side-stream launches seen), "
-    "empty-call overhead subtracted; interleaved; median",
+    "empty-call overhead subtracted; interleaved; mean of per-placement medians",
 }
 
 
@@ -121,12 +126,13 @@ class _SideStreamLaunchError(Exception):
 
 
 def time_side_by_side(
-    run_candidate: Callable[[int], Any],
-    run_reference: Callable[[int], Any],
+    run_candidate: Callable[[int, int], Any],
+    run_reference: Callable[[int, int], Any],
     audit: Callable[[int], None],
     *,
     device_type: str,
     num_sets: int,
+    placements: int = 1,
     reps: int = 100,
     warmup: int = 3,
     audit_rounds: int = 5,
@@ -138,18 +144,22 @@ def time_side_by_side(
     warmup_s: float = WARMUP_S,
     cushion_target_ms: float = CUSHION_MS,
 ) -> TimingResult:
-    """Time both models; ``run_*(k)`` load input set ``k`` then call the model (load is untimed).
+    """Time both models; ``run_*(k, p)`` load input set ``k`` into placement ``p`` (untimed).
 
     ``run_*`` must return a zero-argument callable that performs only the model call, after
-    having copied set ``k`` into the model's input buffers. ``side_stream_launches()`` counts
+    having copied set ``k`` into the model's input buffers of placement ``p`` (``0 <= p <
+    placements``); ``num_sets`` and ``placements`` must be coprime, so every placement holds
+    every set in turn. ``side_stream_launches()`` counts
     the kernel launches seen so far on a stream other than the calling one; when it grows (in
     warm-up or in any timed round) the whole measurement is redone in the synchronized mode.
     """
+    if placements < 1 or math.gcd(num_sets, placements) != 1:
+        raise ValueError(f"{placements} placements and {num_sets} input sets must be coprime")
     dev = device_module(device_type)
     flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=device_type)
     count = side_stream_launches or (lambda: 0)
     seen = count()
-    _warm_up(run_candidate, run_reference, dev, num_sets, warmup, warmup_s)
+    _warm_up(run_candidate, run_reference, dev, num_sets, placements, warmup, warmup_s)
     mode = STREAM_MODE if count() == seen else SYNC_MODE
     fills, cushion_ms = _cushion(dev, flush, cushion_target_ms) if device_type != "cpu" else (1, 0.0)
     audit_at = set(rng.sample(range(reps), min(audit_rounds, reps)))
@@ -157,8 +167,8 @@ def time_side_by_side(
 
     def rounds(mode: str, fills: int, watch: tuple[Callable[[], int], int] | None) -> tuple[list[float], list[float]]:
         return _rounds(
-            run_candidate, run_reference, audit, dev, flush, fills, mode, reps, num_sets, rng, audit_at, check_at,
-            after_candidate, watch,
+            run_candidate, run_reference, audit, dev, flush, fills, mode, reps, num_sets, placements, rng, audit_at,
+            check_at, after_candidate, watch,
         )  # fmt: skip
 
     try:
@@ -171,14 +181,19 @@ def time_side_by_side(
         overhead = statistics.median(_timed_call(lambda: None, dev, flush, 1, SYNC_MODE, i) for i in range(21))
         cand_times = [max(t - overhead, 0.0) for t in cand_times]
         ref_times = [max(t - overhead, 0.0) for t in ref_times]
-    kernel_ms = statistics.median(cand_times)
-    ref_ms = statistics.median(ref_times)
+    kernel_by_placement = _placement_medians(cand_times, placements)
+    ref_by_placement = _placement_medians(ref_times, placements)
+    kernel_ms = statistics.fmean(kernel_by_placement)
+    ref_ms = statistics.fmean(ref_by_placement)
     speedup = ref_ms / kernel_ms if kernel_ms > 0 else float("inf")
     details = {
         "reps": reps,
         "warmup": warmup,
         "audit_rounds": len(audit_at),
         "input_sets": num_sets,
+        "placements": placements,
+        "kernel_ms_by_placement": kernel_by_placement,
+        "ref_ms_by_placement": ref_by_placement,
         "kernel_ms_p25": _quantile(cand_times, 0.25),
         "kernel_ms_p75": _quantile(cand_times, 0.75),
         "ref_ms_p25": _quantile(ref_times, 0.25),
@@ -194,11 +209,17 @@ def time_side_by_side(
     return TimingResult(ref_ms=ref_ms, kernel_ms=kernel_ms, speedup=speedup, details=details)
 
 
+def _placement_medians(times: list[float], placements: int) -> list[float]:
+    """Median of each placement's times; time ``r`` was taken in placement ``r mod placements``."""
+    return [statistics.median(times[p::placements]) for p in range(min(placements, len(times)))]
+
+
 def _warm_up(
-    run_candidate: Callable[[int], Any],
-    run_reference: Callable[[int], Any],
+    run_candidate: Callable[[int, int], Any],
+    run_reference: Callable[[int, int], Any],
     dev: Any,
     num_sets: int,
+    placements: int,
     warmup: int,
     warmup_s: float,
 ) -> None:
@@ -208,8 +229,8 @@ def _warm_up(
     started = time.perf_counter()
     i = 0
     while i < warmup or (time.perf_counter() - started < warmup_s and i < MAX_WARMUP_CALLS):
-        run_candidate(i % num_sets)()
-        run_reference(i % num_sets)()
+        run_candidate(i % num_sets, i % placements)()
+        run_reference(i % num_sets, i % placements)()
         dev.synchronize()
         i += 1
 
@@ -249,8 +270,8 @@ def _timed_call(call: Callable[[], Any], dev: Any, flush: torch.Tensor, fills: i
 
 
 def _rounds(
-    run_candidate: Callable[[int], Any],
-    run_reference: Callable[[int], Any],
+    run_candidate: Callable[[int, int], Any],
+    run_reference: Callable[[int, int], Any],
     audit: Callable[[int], None],
     dev: Any,
     flush: torch.Tensor,
@@ -258,6 +279,7 @@ def _rounds(
     mode: str,
     reps: int,
     num_sets: int,
+    placements: int,
     rng: random.Random,
     audit_at: set[int],
     check_at: set[int],
@@ -271,7 +293,7 @@ def _rounds(
         order = [("cand", run_candidate), ("ref", run_reference)]
         rng.shuffle(order)
         for which, prepare in order:
-            elapsed = _timed_call(prepare(k), dev, flush, fills, mode, rep)
+            elapsed = _timed_call(prepare(k, rep % placements), dev, flush, fills, mode, rep)
             if which == "cand" and watch is not None and watch[0]() != watch[1]:
                 raise _SideStreamLaunchError
             (cand_times if which == "cand" else ref_times).append(elapsed)

@@ -34,3 +34,32 @@ def test_gpu_evaluator_dry_run(tmp_path) -> None:
     data = json.loads(out.with_suffix(".json").read_text())
     assert data["relu"]["warm_ok"] == [True] and data["relu"]["fresh_ok"] == [True]
     assert data["meta"]["zygotes"][0]["device_touched"] is False
+
+
+def _load_script(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_timing_probe_separates_placement_from_drift() -> None:
+    probe = _load_script("gpu_timing_probe")
+    # one slow placement, the same in both cycles: a placement effect, no drift
+    placement = probe.summarise_matrix([{"ms": [1.0, 1.0, 1.1]}, {"ms": [1.0, 1.0, 1.1]}])
+    assert placement["between_placements_pct"] == pytest.approx(10.0) and placement["between_cycles_pct"] == 0.0
+    # every placement slower in the second cycle: drift, no placement effect
+    drift = probe.summarise_matrix([{"ms": [1.0, 1.0]}, {"ms": [1.1, 1.1]}])
+    assert drift["between_placements_pct"] == 0.0 and drift["between_cycles_pct"] == pytest.approx(100 * 0.1 / 1.05)
+    # the committed H200 report renders from its raw samples
+    report = json.loads((ROOT / "bench" / "results" / "gpu_timing_probe_h200.json").read_text())
+    text = probe.render(report)
+    assert "| matmul_transposed_b:sol |" in text and "process 2, transpose:ref:" in text
+
+
+def test_gpu_evaluator_notes_show_each_warning_once() -> None:
+    bench = _load_script("gpu_evaluator")
+    warnings = ["implausible speedup 17.9x (> 10x): check", "implausible speedup 18.0x (> 10x): check", "floor"]
+    assert bench._distinct(warnings) == ["implausible speedup 17.9x (> 10x): check", "floor"]

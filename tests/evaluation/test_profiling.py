@@ -91,7 +91,7 @@ def test_audit_catches_cache_by_input_address(evaluator, relu_task, relu_solutio
 
 
 def _sleeper(seconds: float, calls: list[str], name: str):
-    def prepare(k: int):
+    def prepare(k: int, slot: int):
         def call() -> None:
             calls.append(name)
             time.sleep(seconds)
@@ -128,6 +128,58 @@ def test_stream_mode_times_each_model_and_audits() -> None:
     assert len(audits) == 2 and all(0 <= k < 3 for k in audits)
     assert 3.5 <= timing.kernel_ms < 8 and 1.5 <= timing.ref_ms < 5
     assert 0.3 < timing.speedup < 0.75
+
+
+def test_each_placement_is_summarised_by_its_median_and_the_medians_averaged() -> None:
+    # The candidate is slow in placement 1 only (as some kernels are on one buffer address on an
+    # H200). A median over all samples would land on one level or the other depending on the
+    # mix; the mean of the placements' medians sits between them, the same in every evaluation.
+    slow_slot = 1
+
+    def candidate(k: int, slot: int):
+        return lambda: time.sleep(0.008 if slot == slow_slot else 0.002)
+
+    def reference(k: int, slot: int):
+        return lambda: time.sleep(0.004)
+
+    timing = profiling.time_side_by_side(
+        candidate, reference, lambda k: None, device_type="cpu", num_sets=3, placements=2, reps=10, warmup=1,
+        audit_rounds=0, rng=random.Random(0), flush_bytes=1 << 12, warmup_s=0.0,
+    )  # fmt: skip
+    fast, slow = timing.details["kernel_ms_by_placement"]
+    assert timing.details["placements"] == 2
+    assert 1.5 <= fast < 4.5 and 7.5 <= slow < 11
+    assert timing.kernel_ms == pytest.approx((fast + slow) / 2)
+    assert 0.7 < timing.speedup < 1.0
+    with pytest.raises(ValueError, match="coprime"):
+        profiling.time_side_by_side(
+            candidate, reference, lambda k: None, device_type="cpu", num_sets=3, placements=3, rng=random.Random(0)
+        )
+
+
+def test_timing_slots_shrink_to_fit_device_memory(monkeypatch) -> None:
+    import torch
+
+    from ascend_kernel_gym.evaluation import child
+
+    sets = [[torch.zeros(1024, dtype=torch.float32)] for _ in range(3)]  # 4 KiB in, 4 KiB out per slot
+    out = torch.zeros(1024)
+    assert child.timing_slots(sets, out, torch.device("cpu")) == child.MAX_TIMING_SLOTS
+
+    class FakeDevice:
+        free = 0
+
+        @classmethod
+        def mem_get_info(cls):
+            return cls.free, 1 << 40
+
+    monkeypatch.setattr(torch, "fakedev", FakeDevice, raising=False)
+    device = type("D", (), {"type": "fakedev"})()
+    per_slot = 8 * 1024
+    # both models' slots may take a quarter of the free memory: 2 x 4 slots need 32 slots' worth free
+    for free, expected in ((32 * per_slot, 4), (31 * per_slot, 2), (16 * per_slot, 2), (15 * per_slot, 1), (0, 1)):
+        FakeDevice.free = free
+        assert child.timing_slots(sets, out, device) == expected, free
 
 
 def test_side_stream_launch_during_timing_redoes_the_measurement_synchronized() -> None:
@@ -233,18 +285,18 @@ def test_buffer_rotation_cycles_allocations_and_sets() -> None:
         seen_inputs.append((x.data_ptr(), float(x[0])))
         return x * 2
 
-    rotation = BufferRotation(model, sets)
-    outputs = [rotation.prepare(rep % 3)() for rep in range(12)]
+    rotation = BufferRotation(model, sets, slots=4)
+    outputs = [rotation.prepare(rep % 3, rep % 4)() for rep in range(12)]
     assert all(float(out[0]) == 2.0 * (rep % 3) for rep, out in enumerate(outputs))  # each call got its set
     placements = {ptr for ptr, _ in seen_inputs}
-    assert len(placements) == len(rotation.buffers) >= 2 and not placements & {s[0].data_ptr() for s in sets}
+    assert len(placements) == len(rotation.buffers) == 4 and not placements & {s[0].data_ptr() for s in sets}
     # Every buffer holds every input set in turn (caching by address returns stale data).
     assert all({value for ptr, value in seen_inputs if ptr == p} == {0.0, 1.0, 2.0} for p in placements)
     del outputs
     # The caller drops each output at once; the rotation keeps the slots' last outputs, so
     # slots + 1 consecutive calls never write to the same allocation.
     slots = len(rotation.buffers)
-    out_ptrs = [rotation.prepare(rep % 3)().data_ptr() for rep in range(4 * slots)]
+    out_ptrs = [rotation.prepare(rep % 3, rep % slots)().data_ptr() for rep in range(4 * slots)]
     assert all(len(set(out_ptrs[i : i + slots + 1])) == slots + 1 for i in range(3 * slots))
     with pytest.raises(ValueError, match="coprime"):
         BufferRotation(model, sets, slots=3)
