@@ -2,7 +2,9 @@
 
 The key covers everything that can change a verdict: the candidate's code, the task's source,
 backend, shape profile, trials, whether performance is measured, the fixed seed (if any), the
-Ascend options and the package version. Results are kept in memory (LRU) and, when a directory
+Ascend options, the package version and a fingerprint of the evaluation harness's own source
+(so a result measured by an older protocol is never served after the harness changed, even
+under the same version string). Results are kept in memory (LRU) and, when a directory
 is given, as one JSON file per key. ``harness_error`` and ``timeout`` results are not cached:
 they depend on the machine's state more than on the code.
 """
@@ -15,12 +17,26 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult
 
 UNCACHED_ERRORS = frozenset({ErrorType.HARNESS_ERROR, ErrorType.TIMEOUT})
+
+
+HARNESS_DIR = Path(__file__).resolve().parent
+
+
+@lru_cache(maxsize=8)
+def harness_fingerprint(directory: Path = HARNESS_DIR) -> str:
+    """SHA-256 over the names and contents of the ``.py`` files that make up the harness."""
+    digest = hashlib.sha256()
+    for path in sorted(directory.rglob("*.py")):
+        digest.update(path.relative_to(directory).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def cache_key(parts: dict[str, Any]) -> str:

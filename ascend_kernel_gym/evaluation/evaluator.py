@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ascend_kernel_gym.evaluation.cache import ResultCache, cache_key
+from ascend_kernel_gym.evaluation.cache import ResultCache, cache_key, harness_fingerprint
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.pool import ZygoteError, ZygoteHandle
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalRequest, EvalResult, Stage
@@ -319,6 +319,7 @@ class Evaluator:
                 "ascend": [self.ascend_checks, self.ascend_profile],
                 "reps": [self.profile_reps, self.profile_warmup],
                 "version": __version__,
+                "harness": harness_fingerprint(),
             }
         )
 
