@@ -140,6 +140,8 @@ def bench_solutions(ev: Evaluator, tasks: list[Any], repeats: int, profile: str 
             "wall_s": [r.stage_durations.get("total", 0.0) for r in mine],
             # how long each evaluation waited for the worker's other children before timing
             "quiet_wait_s": [r.timing.get("quiet_wait_s") for r in mine if r.timing],
+            "ref_ms_by_placement": [r.timing.get("ref_ms_by_placement") for r in mine if r.timing],
+            "kernel_ms_by_placement": [r.timing.get("kernel_ms_by_placement") for r in mine if r.timing],
             "warnings": sorted({w for r in mine for w in r.warnings if "implausible" in w or "floor" in w}),
         }
         if speedups:

@@ -1083,18 +1083,23 @@ class BufferRotation:
     ``prepare(k, slot)`` copies input set ``k`` into buffer set ``slot`` (outside the timed
     window) and returns the call. Each slot's last output is kept until that slot's next call,
     so outputs cycle through ``slots + 1`` allocations as well: no single allocation's place in
-    device memory decides the result. The timing protocol pairs round ``r`` with set ``r mod
-    3`` and slot ``r mod slots``; with ``slots`` coprime to the number of sets every buffer
-    holds every set in turn, so a candidate that caches results by input address still
-    returns stale data.
+    device memory decides the result. With ``rng``, every device tensor of a slot starts at a
+    random offset into an allocation of its own (``correctness.clone_placed``), so the slots
+    sample placements that consecutive allocations would not. The timing protocol pairs round
+    ``r`` with set ``r mod 3`` and slot ``r mod slots``; with ``slots`` coprime to the number
+    of sets every buffer holds every set in turn, so a candidate that caches results by input
+    address still returns stale data.
     """
 
-    def __init__(self, model: Any, sets: list[list[Any]], slots: int = 2) -> None:
+    def __init__(self, model: Any, sets: list[list[Any]], slots: int = 2, rng: random.Random | None = None) -> None:
         if slots < 1 or math.gcd(slots, len(sets)) != 1:
             raise ValueError(f"{slots} buffer slots and {len(sets)} input sets must be coprime")
         self.model = model
         self.sets = sets
-        self.buffers = [cx.clone_inputs(sets[0]) for _ in range(slots)]
+        self.buffers = [
+            [cx.clone_placed(x, cx.placement_offset(x, rng) if rng is not None else 0) for x in sets[0]]
+            for _ in range(slots)
+        ]
         self.outputs: list[Any] = [None] * slots
 
     def load(self, k: int, slot: int = 0) -> list[Any]:
@@ -1117,16 +1122,19 @@ class BufferRotation:
 
 
 #: buffer placements per model in the timing stage, when device memory allows (coprime with 3 sets)
-MAX_TIMING_SLOTS = 4
+MAX_TIMING_SLOTS = 8
 #: share of the device's free memory the placements of both models may take
 TIMING_SLOTS_MEMORY_SHARE = 0.25
 
 
 def timing_slots(sets: list[list[Any]], outputs: Any, device: torch.device) -> int:
-    """How many buffer placements per model fit (4, 2 or 1); each holds one input set and one output."""
+    """How many buffer placements per model fit (8, 4, 2 or 1); each holds one input set and one output."""
     from ascend_kernel_gym.evaluation.profiling import min_bytes
 
-    per_slot = min_bytes(sets[0], outputs)
+    padding = sum(
+        min(cx.PLACEMENT_SPAN, x.numel() * x.element_size()) for x in sets[0] if isinstance(x, torch.Tensor)
+    )  # the most that placement offsets add (``correctness.clone_placed``)
+    per_slot = min_bytes(sets[0], outputs) + padding
     module = getattr(torch, device.type, None) if device.type != "cpu" else None
     mem_get_info = getattr(module, "mem_get_info", None)
     if mem_get_info is None or per_slot == 0:
@@ -1135,7 +1143,7 @@ def timing_slots(sets: list[list[Any]], outputs: Any, device: torch.device) -> i
         free = int(mem_get_info()[0])
     except Exception:  # noqa: BLE001  (no memory query on this device: keep the default)
         return MAX_TIMING_SLOTS
-    for slots in (MAX_TIMING_SLOTS, 2):
+    for slots in (MAX_TIMING_SLOTS, 4, 2):
         if 2 * slots * per_slot <= TIMING_SLOTS_MEMORY_SHARE * free:
             return slots
     return 1
@@ -1153,8 +1161,8 @@ def _run_profiling(
     ref_outs = [cx.detach_copy(_run_reference(state, reference, cx.clone_inputs(s))) for s in sets]
     ref_slacks = [_precision_slack(state, reference, s, out) for s, out in zip(sets, ref_outs, strict=True)]
     slots = timing_slots(sets, ref_outs[0], device)
-    cand_slots = BufferRotation(candidate, sets, slots)
-    ref_slots = BufferRotation(reference, sets, slots)
+    cand_slots = BufferRotation(candidate, sets, slots, rng)
+    ref_slots = BufferRotation(reference, sets, slots, rng)
 
     def audit(k: int) -> None:
         out = _call_candidate(state, candidate, cand_slots.load(k), False)

@@ -5,9 +5,10 @@ Protocol (one child, after correctness passed):
 - ``K`` input sets are drawn up front with their reference outputs; each timed call first copies
   one set into input buffers (outside the timed window), so a candidate that caches results by
   input address returns stale data, which the audit calls catch. Round ``r`` uses input set
-  ``r mod K`` in buffer placement ``r mod P``: the child keeps ``P`` input-buffer sets per model
-  and each placement's last output alive (``child.BufferRotation``), so each model is timed on
-  several memory placements rather than one;
+  ``r mod K`` in buffer placement ``r mod P``: the child keeps ``P`` input-buffer sets per model,
+  each tensor at a random offset into an allocation of its own, and each placement's last
+  output alive (``child.BufferRotation``), so each model is timed on several memory placements
+  rather than one;
 - warm-up calls of both models (at least ``warmup`` each and at least ``WARMUP_S`` seconds),
   then ``reps`` rounds; in each round the candidate and the reference run in a random order;
   before each timed call a 256 MB buffer is overwritten to flush the L2 cache;
@@ -30,9 +31,10 @@ Protocol (one child, after correctness passed):
   that input set, so switching behaviour once timing starts is caught;
 - per model, the median of each placement's times, averaged over the placements;
   ``speedup = ref_ms / kernel_ms``. On an H200 some kernels run a few percent slower on one
-  buffer address than on another, the same in every process; a median over all samples of a
-  mix of such placements jumps between their levels from one evaluation to the next, while the
-  mean of the placements' medians moves only by the mix.
+  buffer address than on another (PyTorch's strided transpose copy differs by up to 3.5%
+  between inputs 512 bytes to 3 MB apart); a median over all samples of a mix of such
+  placements jumps between their levels from one evaluation to the next, while the mean of the
+  placements' medians moves only by the mix.
 
 Device events come from ``torch.cuda`` or ``torch.npu`` with the same code. Imports torch.
 """

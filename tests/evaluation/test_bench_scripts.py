@@ -63,3 +63,25 @@ def test_gpu_evaluator_notes_show_each_warning_once() -> None:
     bench = _load_script("gpu_evaluator")
     warnings = ["implausible speedup 17.9x (> 10x): check", "implausible speedup 18.0x (> 10x): check", "floor"]
     assert bench._distinct(warnings) == ["implausible speedup 17.9x (> 10x): check", "floor"]
+
+
+def test_transpose_memory_probe_summarises_each_experiment() -> None:
+    probe = _load_script("gpu_transpose_memory_probe")
+    proc = {
+        "map": [{"ref_ms": 1.9, "sol_ms": 0.3}, {"ref_ms": 1.8, "sol_ms": 0.31}],
+        "fixed_x": [1.9, 1.9],
+        "fixed_out": [1.9, 1.8],
+        "revisit": [{"ref_ms": 1.85}],
+        "realloc": [{"ref_ms": 1.7}, {"ref_ms": 1.75}],
+        "contiguous_ms": 1.9,
+        "offsets": {"x_at_offset": [1.8, 1.85], "out_at_offset": [1.9, 1.9]},
+    }
+    summary = probe.summarise(proc)
+    assert summary["map ref"] == "1.800-1.900 (median 1.850)"
+    assert summary["realloc ref"] == "1.700-1.750 (median 1.725)"
+    assert summary["input at offsets"] == "1.800, 1.850"
+    # the committed H200 report renders from its raw samples
+    report = json.loads((ROOT / "bench" / "results" / "gpu_transpose_memory_probe_h200.json").read_text())
+    text = probe.render(report)
+    assert "| 2 | expandable_segments:True | fixed x, each out |" in text
+    assert "process 0 map ref ms in allocation order: 1.855" in text

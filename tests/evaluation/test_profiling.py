@@ -175,11 +175,12 @@ def test_timing_slots_shrink_to_fit_device_memory(monkeypatch) -> None:
 
     monkeypatch.setattr(torch, "fakedev", FakeDevice, raising=False)
     device = type("D", (), {"type": "fakedev"})()
-    per_slot = 8 * 1024
-    # both models' slots may take a quarter of the free memory: 2 x 4 slots need 32 slots' worth free
-    for free, expected in ((32 * per_slot, 4), (31 * per_slot, 2), (16 * per_slot, 2), (15 * per_slot, 1), (0, 1)):
-        FakeDevice.free = free
-        assert child.timing_slots(sets, out, device) == expected, free
+    per_slot = 12 * 1024  # 4 KiB in, 4 KiB out, up to 4 KiB of placement offset
+    # both models' slots may take a quarter of the free memory: 2 x 8 slots need 64 slots' worth free
+    cases = [(64, 8), (63, 4), (32, 4), (31, 2), (16, 2), (15, 1), (0, 1)]
+    for slots_worth, expected in cases:
+        FakeDevice.free = slots_worth * per_slot
+        assert child.timing_slots(sets, out, device) == expected, slots_worth
 
 
 def test_side_stream_launch_during_timing_redoes_the_measurement_synchronized() -> None:
@@ -300,3 +301,19 @@ def test_buffer_rotation_cycles_allocations_and_sets() -> None:
     assert all(len(set(out_ptrs[i : i + slots + 1])) == slots + 1 for i in range(3 * slots))
     with pytest.raises(ValueError, match="coprime"):
         BufferRotation(model, sets, slots=3)
+
+
+def test_buffer_rotation_places_slots_at_random_offsets() -> None:
+    import random
+
+    import torch
+
+    from ascend_kernel_gym.evaluation.child import BufferRotation
+
+    sets = [[torch.full((1 << 16,), float(k)), 7] for k in range(3)]  # 256 KiB: offsets up to 256 KiB
+    rotation = BufferRotation(lambda x, n: x * n, sets, slots=8, rng=random.Random(3))
+    offsets = [b[0].data_ptr() - b[0].untyped_storage().data_ptr() for b in rotation.buffers]
+    assert len(set(offsets)) >= 6 and all(o % 512 == 0 and o < (1 << 18) for o in offsets)
+    assert all(b[1] == 7 for b in rotation.buffers)
+    for rep in range(24):
+        assert float(rotation.prepare(rep % 3, rep % 8)()[-1]) == 7.0 * (rep % 3)
