@@ -107,12 +107,45 @@ def offset_levels(timer: Timer) -> dict[str, list[float]]:
     }
 
 
+def flush_levels(x: torch.Tensor, out: torch.Tensor, buffers: int, reps: int) -> dict[str, list[float]]:
+    """The copy on one (input, output) pair, timed behind each of ``buffers`` L2-flush buffers, with
+    the flush done by writes (dirty lines, written back during the timed call, as the evaluator
+    does) and by reads (clean lines)."""
+    flushes = [torch.empty(profiling.FLUSH_BYTES // 4, dtype=torch.int32, device="cuda") for _ in range(buffers)]
+    fills, _ = profiling._cushion(torch.cuda, flushes[0], profiling.CUSHION_MS)
+    call = copy_call(x, out)
+
+    def timed(before: Any) -> float:
+        times = []
+        for i in range(reps + 2):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            for _ in range(fills):
+                before(i)
+            start.record()
+            call()
+            end.record()
+            torch.cuda.synchronize()
+            times.append(float(start.elapsed_time(end)))
+        return round(statistics.median(times[2:]), 4)
+
+    return {
+        "write": [timed(lambda i, f=f: f.fill_(i)) for f in flushes],
+        "read": [timed(lambda i, f=f: torch.sum(f, dtype=torch.int64)) for f in flushes],
+    }
+
+
 def child_main(args: argparse.Namespace) -> dict[str, Any]:
     models = build("L1/transpose")
     ref, _ = models["transpose:ref"]
     sol, _ = models["transpose:sol"]
     timer = Timer(args.reps)
     result: dict[str, Any] = {"alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
+    if args.only_flush:
+        (x, out), *_ = allocate_pairs(1)
+        with torch.no_grad():
+            result["flush"] = flush_levels(x, out, 6, args.reps)
+        return result
     with torch.no_grad():
         pairs = allocate_pairs(args.pairs)
         result["map"] = time_pairs(timer, pairs, sol)
@@ -164,10 +197,18 @@ def render(report: dict[str, Any]) -> str:
         if "error" in proc:
             lines.append(f"| {i} | | error | {proc['error'][-200:]!r} |")
             continue
+        if "flush" in proc:
+            for mode, values in proc["flush"].items():
+                lines.append(
+                    f"| {i} | default | flush by {mode}s, 6 buffers | {', '.join(f'{v:.3f}' for v in values)} |"
+                )
+        if "map" not in proc:
+            continue
         for what, value in summarise(proc).items():
             lines.append(f"| {i} | {proc['alloc_conf'] or 'default'} | {what} | {value} |")
     lines.append("")
-    lines.append(f"- offsets (bytes into one raw allocation): {', '.join(map(str, OFFSETS))}")
+    if any("map" in proc for proc in report["processes"]):
+        lines.append(f"- offsets (bytes into one raw allocation): {', '.join(map(str, OFFSETS))}")
     for i, proc in enumerate(report["processes"]):
         if "map" in proc:
             refs = ", ".join(f"{r['ref_ms']:.3f}" for r in proc["map"])
@@ -183,6 +224,9 @@ def main() -> None:
     parser.add_argument("--revisit", type=int, default=6)
     parser.add_argument("--idle-s", type=float, default=10.0)
     parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument(
+        "--only-flush", action="store_true", help="only time the copy behind 6 flush buffers, written and read"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -197,7 +241,7 @@ def main() -> None:
         "command": "python " + " ".join(sys.argv),
         "processes": [],
     }
-    confs = [""] * args.processes + ["expandable_segments:True"]
+    confs = [""] * args.processes + ([] if args.only_flush else ["expandable_segments:True"])
     for i, conf in enumerate(confs):
         env = dict(os.environ)
         env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
@@ -205,6 +249,8 @@ def main() -> None:
             env["PYTORCH_CUDA_ALLOC_CONF"] = conf
         cmd = [sys.executable, __file__, "--child", "--pairs", str(args.pairs), "--revisit", str(args.revisit),
                "--idle-s", str(args.idle_s), "--reps", str(args.reps)]  # fmt: skip
+        if args.only_flush:
+            cmd.append("--only-flush")
         start = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
         line = [x for x in proc.stdout.splitlines() if x.startswith("PROBE_JSON ")]

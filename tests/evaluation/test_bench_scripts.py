@@ -85,3 +85,6 @@ def test_transpose_memory_probe_summarises_each_experiment() -> None:
     text = probe.render(report)
     assert "| 2 | expandable_segments:True | fixed x, each out |" in text
     assert "process 0 map ref ms in allocation order: 1.855" in text
+    flush = json.loads((ROOT / "bench" / "results" / "gpu_transpose_memory_probe_h200_flush.json").read_text())
+    text = probe.render(flush)
+    assert "| 3 | default | flush by reads, 6 buffers | 1.855," in text and "offsets (bytes" not in text
