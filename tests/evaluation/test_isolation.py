@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, Evaluator, render_feedback
@@ -76,6 +77,21 @@ def _running(pid: int) -> bool:
         return False
 
 
+def _running_children(pid: int, settle_to: int, within_s: float = 10.0) -> list[int]:
+    """The running children of ``pid``, once their number has come down to ``settle_to``.
+
+    A finished child is killed once its reply is in and may still be tearing down for a few
+    milliseconds after the evaluation returned; a spare waits for its job indefinitely, so it
+    is still there when the time is up.
+    """
+    deadline = time.monotonic() + within_s
+    while True:
+        running = [child for child in _children(pid) if _running(child)]
+        if len(running) <= settle_to or time.monotonic() > deadline:
+            return running
+        time.sleep(0.01)
+
+
 def _pipes(pid: int) -> int:
     return sum(os.readlink(f"/proc/{pid}/fd/{fd}").startswith("pipe:") for fd in os.listdir(f"/proc/{pid}/fd"))
 
@@ -87,7 +103,7 @@ def test_spare_child_is_set_up_ahead_isolated_and_replaced(relu_task, relu_solut
         assert first.ok, first.error_message
         assert "ahead.setup" in first.stage_durations and "compile.waited" in first.stage_durations
         zygote = ev._handles[0].proc.pid
-        (spare,) = [pid for pid in _children(zygote) if _running(pid)]  # waiting for the next job
+        (spare,) = _running_children(zygote, settle_to=1)  # waiting for the next job
         assert _pipes(spare) == 2  # its own job and result pipes; none of the zygote's or a sibling's
         os.kill(spare, signal.SIGKILL)  # dies before it gets a job: replaced, not blamed on the candidate
         for i in range(3):
@@ -109,7 +125,7 @@ def test_without_prefork_no_child_waits(relu_task, relu_solution, tmp_path) -> N
         result = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# no spare\n", profile="small"))
         assert result.ok, result.error_message
         assert ev._handles[0].info["prefork"] is False
-        assert not [pid for pid in _children(ev._handles[0].proc.pid) if _running(pid)]
+        assert _running_children(ev._handles[0].proc.pid, settle_to=0) == []
         assert not glob.glob(os.path.join(str(tmp_path), "akg-pool-*", "akg-sandbox-*"))
     finally:
         ev.close()
