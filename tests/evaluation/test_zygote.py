@@ -84,7 +84,7 @@ def test_settle_waits_for_earlier_children_up_to_a_limit(tmp_path) -> None:
     zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
     pid = os.fork()
     if pid == 0:  # a finished child still tearing down its device context
-        time.sleep(0.3)
+        time.sleep(0.6)
         os._exit(0)
     zygote.exiting.append(pid)
     started = time.perf_counter()
