@@ -41,8 +41,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except (ValueError, KeyError, FileNotFoundError, RuntimeError) as exc:
-        print(f"akg {args.command}: error: {exc}", file=sys.stderr)
+        print(f"akg {args.command}: error: {_message(exc)}", file=sys.stderr)
         return 2
+
+
+def _message(exc: BaseException) -> str:
+    """The exception's text; a ``KeyError``'s without the quotes its ``str()`` adds."""
+    if isinstance(exc, KeyError) and len(exc.args) == 1:
+        return str(exc.args[0])
+    return str(exc)
 
 
 if __name__ == "__main__":

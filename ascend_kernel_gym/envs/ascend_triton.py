@@ -540,9 +540,9 @@ def _coerce_action(action: Any) -> str:
     if action is None:
         return ""
     if isinstance(action, str):
-        return str(action)
+        return str(action).removeprefix("\ufeff")  # a byte-order mark is not code
     if isinstance(action, (bytes, bytearray)):
-        return bytes(action).decode("utf-8", errors="replace")
+        return bytes(action).decode("utf-8-sig", errors="replace")
     try:
         return str(action)
     except Exception:  # noqa: BLE001 - an object whose __str__ fails is still just a bad answer

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
 from ascend_kernel_gym.evaluation.result import EvalResult
+from ascend_kernel_gym.tasks.task import decode_python_source
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -49,7 +51,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
-    code = path.read_text(encoding="utf-8", errors="replace")
+    code = read_candidate(path)
     task = get_task(args.task)
     if args.trials < 1:
         raise ValueError("--trials must be >= 1")
@@ -88,6 +90,33 @@ def _cmd_check(args: argparse.Namespace) -> int:
         print()
         print(render_feedback(result))
     return 0
+
+
+def read_candidate(path: Path) -> str:
+    """The candidate file's text as Python reads it: a UTF-8 byte-order mark is dropped and a
+    PEP 263 coding line is honoured (:func:`decode_python_source`). The evaluator stores the text
+    as UTF-8, so a coding line that names another encoding is rewritten to ``utf-8`` in place.
+    Bytes Python could not decode become U+FFFD, so the candidate still gets its verdict."""
+    data = path.read_bytes()
+    try:
+        code = decode_python_source(data)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        code = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+        return code.removeprefix("\ufeff")
+    lines = code.split("\n", 2)
+    for index, line in enumerate(lines[:2]):
+        match = _CODING_LINE.match(line)
+        if match:
+            if match.group(2).lower().replace("_", "-") not in ("utf-8", "utf8"):
+                lines[index] = line[: match.start(2)] + "utf-8" + line[match.end(2) :]
+            break
+        if line.strip() and not line.lstrip().startswith("#"):
+            break  # PEP 263: a coding line on line 2 counts only after a comment or blank line 1
+    return "\n".join(lines)
+
+
+#: A PEP 263 coding line (the regular expression of the PEP).
+_CODING_LINE = re.compile(r"^([ \t\f]*#.*?coding[:=][ \t]*)([-\w.]+)")
 
 
 def _ascend_report(result: EvalResult) -> str:

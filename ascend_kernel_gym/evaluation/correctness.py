@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,7 +68,12 @@ def perturb(value: Any, distribution: str, gen: torch.Generator) -> Any:
         out = value.to(torch.float32) * scale + _uniform(gen, -0.5, 0.5)
     else:
         raise ValueError(f"unknown distribution {distribution!r}")
-    return out.to(dtype).contiguous()
+    out = out.to(dtype)
+    if _TENSOR.is_contiguous(value):
+        return out.contiguous()
+    placed = clone_layout(value)  # keep the task's strides (a non-dense slice stays one)
+    _TENSOR.copy_(placed, out)
+    return placed
 
 
 class _DeviceRedirect(TorchFunctionMode):
@@ -121,15 +126,69 @@ def make_inputs(task_module: Any, seed: int, distribution: str, device: torch.de
     else:
         with device, device_redirect(device):  # create on the device: a full-size CPU randn takes seconds
             inputs = task_module.get_inputs()
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    inputs = map_tensors(list(inputs), lambda x: x.to(device))
     if distribution == "task":
         return inputs
     gen = _generator(device, seed ^ 0x5BD1E995)
-    return [perturb(x, distribution, gen) for x in inputs]
+    return map_tensors(inputs, lambda x: perturb(x, distribution, gen))
+
+
+MAX_INPUT_DEPTH = 8
+
+
+def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any], depth: int = 0) -> Any:
+    """``value`` with ``fn`` applied to every tensor in it, through nested lists, tuples and dicts
+    (task inputs such as ``forward(self, tensors: list)``)."""
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if depth < MAX_INPUT_DEPTH and type(value) in (list, tuple):
+        return type(value)(map_tensors(v, fn, depth + 1) for v in value)
+    if depth < MAX_INPUT_DEPTH and type(value) is dict:
+        return {k: map_tensors(v, fn, depth + 1) for k, v in value.items()}
+    return value
 
 
 def clone_inputs(inputs: list[Any]) -> list[Any]:
-    return [_TENSOR.clone(x) if isinstance(x, torch.Tensor) else x for x in inputs]
+    """Private copies of the inputs (nested ones too), each with the layout of the original."""
+    return map_tensors(list(inputs), clone_layout)
+
+
+def copy_into(dst: Any, src: Any) -> None:
+    """Copy the tensors of ``src`` into those of ``dst`` (same structure, nested ones too)."""
+    if isinstance(dst, torch.Tensor):
+        _TENSOR.copy_(dst, src)
+    elif type(dst) in (list, tuple):
+        for d, s in zip(dst, src, strict=False):
+            copy_into(d, s)
+    elif type(dst) is dict:
+        for key, d in dst.items():
+            copy_into(d, src[key])
+
+
+def clone_layout(x: torch.Tensor) -> torch.Tensor:
+    """A copy of ``x`` with the same sizes and strides, also when ``x`` is a strided view that is
+    not dense (``randn(m, 2 * n)[:, ::2]``), which ``Tensor.clone`` would make contiguous: a
+    kernel that ignores its input's strides must meet them in every trial."""
+    if _TENSOR.is_contiguous(x) or x.layout != torch.strided or x.requires_grad:
+        return _TENSOR.clone(x)
+    try:
+        out = torch.empty_strided(tuple(x.shape), tuple(x.stride()), dtype=x.dtype, device=x.device)
+        span = _TENSOR.untyped_storage(out).nbytes() // max(1, _TENSOR.element_size(out))
+        # The gaps between the elements hold a fixed value (NaN where there is one), so a kernel
+        # that reads them gives the same wrong answer on every call.
+        torch.as_strided(out, (span,), (1,), 0).fill_(_gap_value(x.dtype))
+        _TENSOR.copy_(out, x)  # refused for overlapping strides (expanded inputs): cloned below
+    except RuntimeError:
+        return _TENSOR.clone(x)
+    return out
+
+
+def _gap_value(dtype: torch.dtype) -> Any:
+    if dtype.is_floating_point or dtype.is_complex:
+        return float("nan")
+    if dtype == torch.bool:
+        return True
+    return torch.iinfo(dtype).max
 
 
 #: placed copies start a multiple of this many bytes into their allocation: every alignment a
@@ -169,7 +228,7 @@ def clone_placed(x: Any, offset: int) -> Any:
         and _TENSOR.numel(x) > 0
     )
     if not placeable:
-        return _TENSOR.clone(x)
+        return clone_layout(x)
     nbytes = _TENSOR.numel(x) * _TENSOR.element_size(x)
     try:
         raw = torch.empty(offset + nbytes, dtype=torch.uint8, device=x.device)
@@ -194,25 +253,81 @@ def storage_nbytes(tensor: torch.Tensor) -> int:
 
 
 def storage_ptrs(values: Any) -> set[int]:
-    """Data pointers of the storages behind every tensor in ``values`` (lists, dicts, modules)."""
+    """Data pointers of the storages behind every tensor in ``values`` (lists, dicts, modules).
+
+    A module contributes its parameters and buffers and those of its submodules, found by
+    :func:`module_tensors` (no method of the module is called).
+    """
     ptrs: set[int] = set()
 
     def visit(v: Any) -> None:
-        if isinstance(v, torch.Tensor):
-            if v.device.type != "meta" and storage_nbytes(v) > 0:
-                ptrs.add(storage_ptr(v))
+        if issubclass(type(v), torch.Tensor):
+            _add_storage_ptr(v, ptrs)
         elif isinstance(v, (list, tuple)):
             for item in v:
                 visit(item)
         elif isinstance(v, dict):
             for item in v.values():
                 visit(item)
-        elif isinstance(v, torch.nn.Module):
-            for t in torch.nn.Module.state_dict(v, keep_vars=True).values():
-                visit(t)
+        elif issubclass(type(v), torch.nn.Module):
+            for t in module_tensors(v):
+                _add_storage_ptr(t, ptrs)
 
     visit(values)
     return ptrs
+
+
+def _add_storage_ptr(tensor: torch.Tensor, ptrs: set[int]) -> None:
+    # Through the base class with subclass __torch_function__ off: a parameter or buffer of a
+    # candidate's type runs none of its own code here. A tensor without an accessible storage
+    # (sparse, nested, ...) shares memory with nothing a kernel writes.
+    try:
+        with torch._C.DisableTorchFunctionSubclass():
+            if _TENSOR.device.__get__(tensor).type != "meta" and storage_nbytes(tensor) > 0:
+                ptrs.add(storage_ptr(tensor))
+    except Exception:  # noqa: BLE001, S110
+        pass
+
+
+#: the genuine ``__dict__`` of an ``nn.Module`` instance (never a class attribute of a subclass)
+_MODULE_DICT = torch.nn.Module.__dict__["__dict__"]
+_MODULE_TABLES = frozenset({"_parameters", "_buffers", "_modules"})
+
+
+def module_tensors(module: Any) -> list[torch.Tensor]:
+    """Every parameter and buffer (persistent or not) of ``module`` and its submodules.
+
+    Reads the ``_parameters`` / ``_buffers`` / ``_modules`` tables of each module's instance
+    dictionary through the base classes (``dict.get``, ``dict.values``), never a method of the
+    module: ``state_dict()`` would run a candidate's ``_save_to_state_dict``, state-dict hooks
+    and overridden ``named_*`` methods, outside the recorded call. Tables that are not dicts are
+    skipped.
+    """
+    found: list[torch.Tensor] = []
+    seen: set[int] = set()
+    stack = [module]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen or not issubclass(type(current), torch.nn.Module):
+            continue
+        seen.add(id(current))
+        try:
+            attrs = _MODULE_DICT.__get__(current)
+        except (AttributeError, TypeError):
+            continue
+        if not issubclass(type(attrs), dict):
+            continue
+        # Keys are compared only when they are exact strings: a lookup could call the ``__eq__``
+        # of a key object whose hash collides with a table's name.
+        tables = {k: v for k, v in dict.items(attrs) if type(k) is str and k in _MODULE_TABLES}
+        for name in ("_parameters", "_buffers"):
+            table = tables.get(name)
+            if issubclass(type(table), dict):
+                found.extend(v for v in dict.values(table) if issubclass(type(v), torch.Tensor))
+        children = tables.get("_modules")
+        if issubclass(type(children), dict):
+            stack.extend(dict.values(children))
+    return found
 
 
 class OutputCheckError(Exception):
@@ -241,6 +356,12 @@ def flatten_outputs(cand: Any, ref: Any) -> list[tuple[torch.Tensor, torch.Tenso
         for i, (c, r) in enumerate(zip(cand, ref, strict=False)):
             pairs.extend((cc, rr, f"output[{i}]" + label[6:]) for cc, rr, label in flatten_outputs(c, r))
         return pairs
+    if ref is None:  # ``(out, None)``: the candidate returns None there too
+        if cand is not None:
+            raise OutputCheckError(
+                "wrong_output_type", f"forward must return None where the reference does, got {_kind(cand)}"
+            )
+        return []
     if not isinstance(ref, torch.Tensor):
         ref = torch.as_tensor(ref)
         if isinstance(cand, (int, float, bool)):
@@ -261,6 +382,100 @@ def _kind(value: Any) -> str:
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)} items"
     return f"a value of type {type(value).__name__}"
+
+
+#: Python scalars an output may hold where the reference returns scalars
+_SCALAR_TYPES = (int, float, bool)
+#: how deep output tuples / lists may nest
+MAX_OUTPUT_DEPTH = 16
+
+
+def _type_name(kind: type) -> str:
+    return str(type.__dict__["__name__"].__get__(kind, type))  # no metaclass attribute involved
+
+
+def plain_output(value: Any, label: str = "output", depth: int = 0) -> Any:
+    """A plain copy of a candidate's output structure; runs no code the candidate defined.
+
+    Accepts only exact ``tuple`` / ``list`` containers (rebuilt as new ones), exact
+    ``torch.Tensor`` leaves and Python ``int`` / ``float`` / ``bool`` scalars. The type is checked
+    before the value is used at all: iterating or measuring a subclass (``__iter__``, ``__len__``,
+    ``__getitem__``) would run the candidate's code outside the recorded call. Raises
+    :class:`OutputCheckError` (``wrong_output_type``) for anything else.
+    """
+    kind = type(value)
+    if kind is _TENSOR or kind in _SCALAR_TYPES or value is None:
+        return value
+    if kind is tuple or kind is list:
+        if depth >= MAX_OUTPUT_DEPTH:
+            raise OutputCheckError("wrong_output_type", f"{label} nests tuples / lists more than {depth} deep")
+        items = [plain_output(item, f"{label}[{i}]", depth + 1) for i, item in enumerate(value)]
+        return tuple(items) if kind is tuple else items
+    name = _type_name(kind)
+    if issubclass(kind, torch.Tensor):
+        what = f"an instance of {name} (a torch.Tensor subclass)"
+    elif issubclass(kind, (tuple, list)):
+        base = "tuple" if issubclass(kind, tuple) else "list"
+        what = f"an instance of {name} (a {base} subclass)"
+    else:
+        what = f"a value of type {name}"
+    raise OutputCheckError(
+        "wrong_output_type",
+        f"{label} is {what}; forward must return a plain torch.Tensor, or a plain tuple / list of them "
+        "shaped like the reference's output (no subclasses)",
+    )
+
+
+def output_leaves(value: Any, label: str = "output") -> list[tuple[str, Any]]:
+    """``(label, leaf)`` for the tensors and scalars of a :func:`plain_output` value, depth-first
+    (the order and the labels of :func:`flatten_outputs`' pairs)."""
+    if type(value) is tuple or type(value) is list:
+        return [leaf for i, item in enumerate(value) for leaf in output_leaves(item, f"{label}[{i}]")]
+    return [(label, value)]
+
+
+def check_output_tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors of a :func:`plain_output` value, each checked to be a plain dense tensor.
+
+    Refused (``wrong_output_type``): Python attributes on the tensor, a layout other than
+    ``torch.strided`` (sparse, mkldnn), quantized and nested tensors, and tensors whose storage
+    cannot be read. Meta tensors pass here and fail the device check.
+    """
+    tensors = []
+    for label, leaf in output_leaves(value):
+        if type(leaf) is not _TENSOR:
+            continue
+        try:
+            if object.__getattribute__(leaf, "__dict__"):
+                raise OutputCheckError(
+                    "wrong_output_type",
+                    f"{label} carries Python attributes; return a plain tensor written by your kernel",
+                )
+            layout = leaf.layout
+            if layout != torch.strided:
+                raise OutputCheckError(
+                    "wrong_output_type",
+                    f"{label} has layout {str(layout).replace('torch.', '')}; return a dense tensor (the default "
+                    "torch.strided layout, from torch.empty / torch.empty_like) written by your kernel",
+                )
+            if leaf.is_quantized or leaf.is_nested:
+                what = "quantized" if leaf.is_quantized else "nested"
+                raise OutputCheckError(
+                    "wrong_output_type",
+                    f"{label} is a {what} tensor; return a plain dense tensor written by your kernel",
+                )
+            storage_nbytes(leaf)
+            storage_ptr(leaf)
+        except OutputCheckError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - an exotic tensor of the candidate's making
+            raise OutputCheckError(
+                "wrong_output_type",
+                f"{label} cannot be read as a plain tensor ({type(exc).__name__}: {str(exc)[:200]}); return a "
+                "dense tensor from torch.empty / torch.empty_like written by your kernel",
+            ) from None
+        tensors.append(leaf)
+    return tensors
 
 
 @dataclass
@@ -290,9 +505,12 @@ def compare(
     finite_r = torch.isfinite(r)
     finite_c = torch.isfinite(c)
     diff = (c - r).abs()
-    bound = atol + rtol * r.abs()
-    if slack is not None and tuple(slack.shape) == tuple(r.shape):
-        bound = bound + _TENSOR.to(slack, device=c.device, dtype=torch.float64)
+    if _TENSOR.is_floating_point(ref) or _TENSOR.is_complex(ref):
+        bound = atol + rtol * r.abs()
+        if slack is not None and tuple(slack.shape) == tuple(r.shape):
+            bound = bound + _TENSOR.to(slack, device=c.device, dtype=torch.float64)
+    else:
+        bound = torch.zeros_like(r)  # integers and booleans (counts, indices, masks) are exact
     within = diff <= bound
     same_special = (c == r) | (torch.isnan(c) & torch.isnan(r))
     good = torch.where(finite_r, within & finite_c, same_special)
@@ -344,6 +562,9 @@ def outputs_close(a: Any, b: Any, atol: float, rtol: float, slack: list[torch.Te
 def _close(a: Any, b: Any, atol: float, rtol: float, slacks: Iterator[torch.Tensor | None] | None) -> bool:
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         return len(a) == len(b) and all(_close(x, y, atol, rtol, slacks) for x, y in zip(a, b, strict=False))
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = _as_tensor(a), _as_tensor(b)
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         return False
     if a.shape != b.shape:
@@ -393,10 +614,18 @@ def precision_slack(ref: Any, ref_hi: Any) -> list[torch.Tensor | None] | None:
     return slack
 
 
+def _as_tensor(value: Any) -> Any:
+    """Python scalars (outputs such as ``loss.item()``) as 0-d tensors; anything else unchanged."""
+    return torch.as_tensor(value) if type(value) in _SCALAR_TYPES else value
+
+
 def outputs_identical(a: Any, b: Any) -> bool:
     """Bitwise equality (NaN equals NaN) of two outputs."""
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         return len(a) == len(b) and all(outputs_identical(x, y) for x, y in zip(a, b, strict=False))
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = _as_tensor(a), _as_tensor(b)
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         return False
     if a.shape != b.shape or a.dtype != b.dtype:
@@ -418,15 +647,24 @@ def detach_copy(value: Any) -> Any:
     """A private copy of an output (so later calls cannot change what we compare)."""
     if isinstance(value, torch.Tensor):
         return _TENSOR.clone(_TENSOR.detach(value))
-    if isinstance(value, (tuple, list)):
-        return type(value)(detach_copy(v) for v in value)
+    if isinstance(value, tuple):
+        return tuple(detach_copy(v) for v in value)
+    if isinstance(value, list):
+        return [detach_copy(v) for v in value]
     return value
 
 
 def inputs_equal(a: list[Any], b: list[Any]) -> list[int]:
-    """Indexes of tensor inputs that differ between two input lists (bitwise, NaN-aware)."""
-    changed = []
-    for i, (x, y) in enumerate(zip(a, b, strict=False)):
-        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and not outputs_identical(x, y):
-            changed.append(i)
-    return changed
+    """Indexes of inputs whose tensors (nested ones too) differ between two input lists (bitwise,
+    NaN-aware)."""
+    return [i for i, (x, y) in enumerate(zip(a, b, strict=False)) if not _same_tensors(x, y)]
+
+
+def _same_tensors(x: Any, y: Any) -> bool:
+    if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+        return outputs_identical(x, y)
+    if type(x) in (list, tuple) and type(y) in (list, tuple):
+        return len(x) == len(y) and all(_same_tensors(u, v) for u, v in zip(x, y, strict=False))
+    if type(x) is dict and type(y) is dict:
+        return x.keys() == y.keys() and all(_same_tensors(x[k], y[k]) for k in x)
+    return True

@@ -11,7 +11,8 @@ Policy (the static stage already refuses the obvious spellings; this is the seco
 - files: opening for writing, and removing / renaming / creating anything, is allowed only
   inside the child's temporary directory (which also holds ``TRITON_CACHE_DIR``) and ``/dev/null``;
 - threads: ``_thread.start_new_thread`` is replaced by a refusing version while candidate code is
-  on the stack (Python 3.11 has no audit event for thread start);
+  on the stack (Python 3.11 has no audit event for thread start); so is
+  ``_posixsubprocess.fork_exec``, which starts a program without any audit event;
 - introspection: ``sys._getframe``, reading ``tb_frame`` / ``gi_frame`` / ``f_code`` / ``__code__``,
   ``exec`` / ``compile`` are refused when the Python frame that triggers them is the candidate's
   (stdlib helpers such as ``dataclasses`` and ``namedtuple`` may still use them on its behalf);
@@ -224,6 +225,7 @@ class SandboxGuard:
         """Install the audit hook (irreversible) and the thread-start and import refusals."""
         sys.addaudithook(self._hook)
         self._patch_threads()
+        self._patch_fork_exec()
         self._patch_import()
         self.active = True
 
@@ -334,27 +336,38 @@ class SandboxGuard:
 
         builtins.__import__ = guarded_import
 
+    def _refusing(self, original: Callable[..., Any], message: str) -> Callable[..., Any]:
+        """``original``, refused while candidate code is on the stack, unless Triton's own code
+        on a device backend is the nearest caller outside the standard library."""
+        guard = self
+
+        def start(*args: Any, **kwargs: Any) -> Any:
+            if guard.active and not guard._busy:
+                guard._busy = True
+                try:
+                    refuse = guard._candidate_on_stack() and not (
+                        guard.backend != "interpreter" and guard._caller() == "library"
+                    )
+                finally:
+                    guard._busy = False
+                if refuse:
+                    guard._refuse(message)
+            return original(*args, **kwargs)
+
+        return start
+
+    def _patch_fork_exec(self) -> None:
+        try:
+            import _posixsubprocess
+        except ImportError:  # pragma: no cover - not a POSIX system
+            return
+        original = getattr(_posixsubprocess, "fork_exec", None)
+        if original is not None:
+            _posixsubprocess.fork_exec = self._refusing(original, "tried to start a process (fork_exec)")
+
     def _patch_threads(self) -> None:
         import _thread
         import threading
-
-        guard = self
-
-        def make_refusing(original: Callable[..., Any]) -> Callable[..., Any]:
-            def start(*args: Any, **kwargs: Any) -> Any:
-                if guard.active and not guard._busy:
-                    guard._busy = True
-                    try:
-                        refuse = guard._candidate_on_stack() and not (
-                            guard.backend != "interpreter" and guard._caller() == "library"
-                        )
-                    finally:
-                        guard._busy = False
-                    if refuse:
-                        guard._refuse("tried to start a thread")
-                return original(*args, **kwargs)
-
-            return start
 
         for module, name in (
             (_thread, "start_new_thread"),
@@ -365,7 +378,7 @@ class SandboxGuard:
         ):
             original = getattr(module, name, None)
             if original is not None:
-                setattr(module, name, make_refusing(original))
+                setattr(module, name, self._refusing(original, "tried to start a thread"))
 
 
 _CANDIDATE_MODULE = "akg_candidate"

@@ -20,16 +20,16 @@ def check_live_paths(paths: list[str], escaping: list[str] | tuple[str, ...] = (
     """
     from ascend_kernel_gym.evaluation import policy
 
-    def refused(module_name: str) -> str | None:
-        parts = module_name.split(".")
+    def refused(name: str) -> str | None:
+        parts = name.split(".")
         if parts[0] not in policy.ALLOWED_IMPORT_ROOTS:
-            return f"the module `{module_name}`"
+            return f"the module `{name}`"
         for part in parts:
             if part in policy.FORBIDDEN_MODULES:
-                return f"the module `{module_name}`"
+                return f"the module `{name}`"
         for prefix, reason in policy.FORBIDDEN_PATHS.items():
-            if module_name == prefix or module_name.startswith(prefix + "."):
-                return f"`{module_name}` ({reason})"
+            if name == prefix or name.startswith(prefix + "."):
+                return f"`{name}` ({reason})"
         return None
 
     for path in sorted(set(paths) | set(escaping)):
@@ -38,16 +38,19 @@ def check_live_paths(paths: list[str], escaping: list[str] | tuple[str, ...] = (
         if obj is None:
             continue  # the import itself fails (or is refused) when the candidate runs
         walked = parts[0]
+        #: the path respelled from the last module met: ``torch.nn.functional.torch.save`` is
+        #: ``torch.save``, which the static stage would have refused under that name
+        canonical = parts[0]
         for part in parts[1:]:
             try:
                 obj = getattr(obj, part)
             except Exception:  # noqa: BLE001 - missing attributes fail later, in the candidate's code
                 break
             walked = f"{walked}.{part}"
-            if isinstance(obj, types.ModuleType):
-                why = refused(obj.__name__)
-                if why is not None:
-                    raise StageError(ErrorType.FORBIDDEN, f"`{walked}` is {why}, which is forbidden")
+            canonical = obj.__name__ if isinstance(obj, types.ModuleType) else f"{canonical}.{part}"
+            why = refused(canonical)
+            if why is not None:
+                raise StageError(ErrorType.FORBIDDEN, f"`{walked}` is {why}, which is forbidden")
             elif callable(obj) and not isinstance(obj, type):
                 owner = str(getattr(obj, "__module__", "") or "")
                 if owner.split(".")[0] in policy.FORBIDDEN_MODULES:

@@ -352,9 +352,32 @@ FORBIDDEN_ATTRS: dict[str, str] = {
     "register_module_module_registration_hook": "global module hooks are not allowed",
 }
 
+_AUTOTUNE_HOOK = (
+    "Triton's autotuner runs it while it benchmarks configurations, where the operator recorder "
+    "cannot follow; autotune over configs and key only"
+)
+#: Keyword arguments refused in any call (``triton.autotune(..., post_hook=f)``,
+#: ``triton.Config(..., pre_hook=f)``); the same names as attributes are in ``FORBIDDEN_ATTRS``.
+FORBIDDEN_KEYWORDS: dict[str, str] = {
+    "pre_hook": _AUTOTUNE_HOOK,
+    "post_hook": _AUTOTUNE_HOOK,
+    "do_bench": _AUTOTUNE_HOOK,
+}
+FORBIDDEN_ATTRS.update(FORBIDDEN_KEYWORDS)
+
+#: Attributes refused inside ``@triton.jit`` bodies: on the interpreter a kernel's values are
+#: Python objects whose ``.handle`` holds NumPy arrays; no device compiler accepts them.
+FORBIDDEN_KERNEL_ATTRS: dict[str, str] = {
+    "handle": "it reaches the interpreter's NumPy data; use triton.language operations",
+}
+
 #: Recognised ways to mark a Triton kernel.
 TRITON_JIT_PATHS: frozenset[str] = frozenset({"triton.jit", "triton.runtime.jit.jit"})
 TRITON_WRAPPER_PATHS: frozenset[str] = frozenset({"triton.autotune", "triton.heuristics"})
+#: Plain Python functions Triton runs at compile time on constexpr values (kernels may call them).
+TRITON_CONSTEXPR_FUNCTION_PATHS: frozenset[str] = frozenset(
+    {"triton.constexpr_function", "triton.language.constexpr_function", "triton.language.core.constexpr_function"}
+)
 
 #: PyTorch operators (aten overload packet names, no ``aten.`` prefix) that may run inside
 #: ``ModelNew.forward``: allocation, views, metadata, copies and other data movement that

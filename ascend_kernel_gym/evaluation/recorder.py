@@ -10,7 +10,9 @@ Operators are recorded with a ``TorchDispatchMode`` that is active only around t
 ``forward``. Triton's interpreter copies kernel arguments with PyTorch operators
 (``GridExecutor._init_args_hst`` / ``_restore_args_dev``) and the autotuner benchmarks
 configurations with PyTorch operators; recording is suspended inside exactly those harness
-functions and nowhere else (the kernel body itself stays visible in the interpreter).
+functions and nowhere else (the kernel body itself stays visible in the interpreter). Candidate
+code must not run there: kernel arguments that imitate tensors and autotune hooks that are not
+Triton's are refused before those functions are entered.
 
 Imports torch and triton: use only in evaluator children.
 """
@@ -27,13 +29,14 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.policy import (
     ALLOWED_TORCH_OPS,
     DATA_TORCH_OPS,
     FILL_TORCH_OPS,
     UNINITIALISED_TORCH_OPS,
 )
-from ascend_kernel_gym.evaluation.result import LaunchRecord
+from ascend_kernel_gym.evaluation.result import ErrorType, LaunchRecord
 
 MAX_LAUNCH_RECORDS = 64
 
@@ -46,6 +49,51 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, torch.dtype):
         return str(value).replace("torch.", "")
     return repr(value)[:80]
+
+
+#: modules whose functions may run while the autotuner benchmarks (recording suspended)
+_TRUSTED_HOOK_MODULES = ("triton", "ascend_kernel_gym")
+_MISSING = object()
+
+
+def _refuse_foreign_hooks(autotuner: Any, config: Any) -> None:
+    """The autotuner's hooks and benchmark function run with recording suspended: any that is not
+    Triton's (or the harness's) own is refused (the static stage refuses the spellings it sees)."""
+    hooks = [getattr(config, "pre_hook", None)]
+    state = getattr(autotuner, "__dict__", {})
+    hooks += [state.get(name) for name in ("pre_hook", "post_hook", "_do_bench", "do_bench")]
+    for hook in hooks:
+        if hook is None:
+            continue
+        module = str(getattr(hook, "__module__", None) or "")
+        if module.split(".")[0] not in _TRUSTED_HOOK_MODULES:
+            raise StageError(
+                ErrorType.FORBIDDEN,
+                "an autotune hook or benchmark function of yours would run while Triton benchmarks "
+                "configurations, where the operator recorder cannot follow; autotune over configs and key only",
+            )
+
+
+def _refuse_imitations(values: list[Any]) -> None:
+    """Kernel arguments that imitate tensors would run their own code while the interpreter copies
+    arguments with recording suspended: only real tensors, plain tuples and plain values pass."""
+    for value in values:
+        kind = type(value)
+        if issubclass(kind, torch.Tensor) or value is None or kind in (bool, int, float, str):
+            continue
+        if kind is tuple:
+            _refuse_imitations(list(value))
+            continue
+        trusted = str(getattr(kind, "__module__", "")).split(".")[0] in ("triton", "torch", "builtins")
+        imitates = inspect.getattr_static(value, "data_ptr", _MISSING) is not _MISSING or any(
+            "__getattr__" in vars(c) for c in kind.__mro__
+        )
+        if not trusted and (imitates or issubclass(kind, tuple)):
+            raise StageError(
+                ErrorType.FORBIDDEN,
+                f"a kernel argument is a `{kind.__name__}` object that is not a tensor but acts like one (or a tuple "
+                "subclass); pass torch tensors, plain tuples and plain Python values to kernels",
+            )
 
 
 def _is_constexpr_annotation(annotation: Any) -> bool:
@@ -100,9 +148,10 @@ class Recorder:
             pass
         else:
             self._wrap_run(InterpretedFunction)
-            for name in ("_init_args_hst", "_restore_args_dev"):
-                if hasattr(GridExecutor, name):
-                    setattr(GridExecutor, name, self._suspending(getattr(GridExecutor, name)))
+            if hasattr(GridExecutor, "_init_args_hst"):
+                GridExecutor._init_args_hst = self._suspending(GridExecutor._init_args_hst, check_args=True)
+            if hasattr(GridExecutor, "_restore_args_dev"):
+                GridExecutor._restore_args_dev = self._suspending(GridExecutor._restore_args_dev)
         try:
             from triton.runtime.autotuner import Autotuner
         except ImportError:  # pragma: no cover
@@ -120,11 +169,13 @@ class Recorder:
             if hasattr(CompiledKernel, "launch_metadata"):
                 CompiledKernel.launch_metadata = self._probing_stream_handles(CompiledKernel.launch_metadata)
 
-    def _suspending(self, method: Any) -> Any:
+    def _suspending(self, method: Any, check_args: bool = False) -> Any:
         recorder = self
 
         @functools.wraps(method)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if check_args:  # (executor, args_dev, kwargs): refused before anything runs unrecorded
+                _refuse_imitations([*args[1], *args[2].values()] if len(args) >= 3 else [])
             recorder._suspended += 1
             try:
                 return method(*args, **kwargs)
@@ -149,6 +200,7 @@ class Recorder:
 
         @functools.wraps(method)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            _refuse_foreign_hooks(args[0] if args else None, kwargs.get("config"))
             recorder._suspended += 1
             recorder._bench_depth += 1
             try:

@@ -164,6 +164,9 @@ class _Checker(ast.NodeVisitor):
         self._defined_names: set[str] = set()
         #: names bound by ``import x`` / ``import x.y as z``: certainly modules
         self._module_names: set[str] = set()
+        #: the candidate's functions that are not Triton functions, its classes and lambdas: plain
+        #: Python, which a kernel may not call (the interpreter would run it, no compiler would)
+        self._plain_callables: set[str] = set()
 
     # --- helpers ---------------------------------------------------------------------------
     def fail(self, node: ast.AST | None, message: str, kind: ErrorType = ErrorType.FORBIDDEN) -> None:
@@ -235,6 +238,9 @@ class _Checker(ast.NodeVisitor):
         for node in ast.walk(self.tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self._defined_names.add(node.name)
+                self._plain_callables.add(node.name)
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
+                self._plain_callables.update(t.id for t in node.targets if isinstance(t, ast.Name))
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -272,6 +278,9 @@ class _Checker(ast.NodeVisitor):
                             changed = True
             if not changed:
                 break
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.is_triton_function(node):
+                self._plain_callables.discard(node.name)
 
     # --- visitors -----------------------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
@@ -316,13 +325,16 @@ class _Checker(ast.NodeVisitor):
             else:
                 self.report.escaping.add(path)
 
-    def _escapes_to(self, node: ast.Name) -> bool:
-        """Whether a name is used other than as ``name.attr``, ``name(...)``, a decorator, ``alias = name``
-        or an argument of a harmless builtin (``print(torch)``)."""
+    def _escapes_to(self, node: ast.expr) -> bool:
+        """Whether a name or dotted path is used other than as ``name.attr``, ``name(...)``, a
+        decorator, ``alias = name`` or an argument of a harmless builtin (``print(torch)``)."""
         parent = getattr(node, "_akg_parent", None)
         if isinstance(parent, ast.Call) and node in parent.args:
             if self.resolve(parent.func) in _HARMLESS_BUILTINS:
                 return False
+            reads = self.resolve(parent) is not None or self.resolve(parent.func) == "builtins.hasattr"
+            if reads and parent.args[0] is node:
+                return False  # ``getattr(module, "name")``: resolved (and checked) as ``module.name``
         if isinstance(parent, ast.Attribute) and parent.value is node:
             return False
         if isinstance(parent, ast.Call) and parent.func is node:
@@ -343,6 +355,8 @@ class _Checker(ast.NodeVisitor):
             self.check_path(node, path)
             if isinstance(node.ctx, (ast.Store, ast.Del)) and len(self.report.violations) == before:
                 self.fail(node, f"assigning to `{path}` is forbidden (monkeypatching libraries is not allowed)")
+            elif isinstance(node.ctx, ast.Load) and not path.startswith("builtins.") and self._escapes_to(node):
+                self.report.escaping.add(path)  # the child refuses it if it is a module
         if len(self.report.violations) == before:
             is_dunder = attr.startswith("__") and attr.endswith("__")
             if is_dunder and isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -354,6 +368,17 @@ class _Checker(ast.NodeVisitor):
             elif attr in policy.FORBIDDEN_ATTR_NAMES:
                 self.fail(
                     node, f"attribute `.{attr}` is forbidden (it reaches a forbidden module or interpreter internals)"
+                )
+            elif path is None and _is_private(attr) and not _on_own_instance(node):
+                self.fail(
+                    node,
+                    f"attribute `.{attr}` is forbidden: names starting with `_` are private APIs (only "
+                    "`self._name` / `cls._name` on your own classes may be used)",
+                )
+            elif self._kernel_depth and attr in policy.FORBIDDEN_KERNEL_ATTRS:
+                self.fail(
+                    node,
+                    f"attribute `.{attr}` in a @triton.jit kernel is forbidden: {policy.FORBIDDEN_KERNEL_ATTRS[attr]}",
                 )
         if path is not None and self._forward_depth and not self._kernel_depth:
             self._hint_compute(node, path)
@@ -401,11 +426,36 @@ class _Checker(ast.NodeVisitor):
                         self.fail(node, f"`setattr` on `{target}` is forbidden (monkeypatching libraries)")
         elif func_path == "builtins.type" and len(node.args) == 3:
             self.fail(node, "creating classes with type(name, bases, dict) is forbidden")
+        if self._kernel_depth and isinstance(node.func, ast.Name) and node.func.id in self._plain_callables:
+            self.fail(
+                node,
+                f"the kernel calls `{node.func.id}`, which is plain Python; a @triton.jit kernel may call only "
+                "triton.language functions and other @triton.jit functions",
+            )
+        if isinstance(node.func, ast.Subscript):  # kernel[grid](...): no plain function as a constexpr
+            for value in [*node.args, *(k.value for k in node.keywords)]:
+                if isinstance(value, ast.Name) and value.id in self._plain_callables:
+                    self.fail(
+                        node,
+                        f"`{value.id}` (plain Python) is passed to a kernel launch; a kernel may call only "
+                        "@triton.jit functions",
+                    )
+        for keyword in node.keywords:
+            if keyword.arg in policy.FORBIDDEN_KEYWORDS:
+                self.fail(node, f"the keyword `{keyword.arg}=` is forbidden: {policy.FORBIDDEN_KEYWORDS[keyword.arg]}")
         if func_path is not None:
             self.check_path(node, func_path)
+        path = self.resolve(node)  # ``getattr(module, "name")`` is ``module.name``, maybe a module
+        if path is not None and not path.startswith("builtins.") and self._escapes_to(node):
+            self.report.escaping.add(path)
         for child in ast.iter_child_nodes(node):
             child._akg_parent = node  # type: ignore[attr-defined]
         self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and node.value in policy.FORBIDDEN_KEYWORDS:
+            # ``**{"post_hook": f}`` or a dict built elsewhere and unpacked into a call
+            self.fail(node, f"the name {node.value!r} is forbidden: {policy.FORBIDDEN_KEYWORDS[node.value]}")
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         if isinstance(node.op, ast.MatMult) and self._forward_depth and not self._kernel_depth:
@@ -464,6 +514,16 @@ class _Checker(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815
 
+    def is_triton_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """A kernel, or a function Triton evaluates at compile time (``@triton.constexpr_function``)."""
+        if self.is_kernel(node):
+            return True
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if self.resolve(target) in policy.TRITON_CONSTEXPR_FUNCTION_PATHS:
+                return True
+        return False
+
     def is_kernel(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         for decorator in node.decorator_list:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
@@ -501,6 +561,15 @@ class _Checker(ast.NodeVisitor):
                 "ModelNew.forward as kernel[grid](...)",
                 ErrorType.NO_TRITON_KERNEL,
             )
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _on_own_instance(node: ast.Attribute) -> bool:
+    """``self._x`` / ``cls._x``: a private attribute of the candidate's own object."""
+    return isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
 
 
 def _set_parents(tree: ast.AST) -> None:

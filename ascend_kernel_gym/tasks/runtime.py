@@ -7,7 +7,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-from ascend_kernel_gym.tasks.task import Task
+from ascend_kernel_gym.tasks.task import Task, TaskLoadError
 
 
 @dataclass
@@ -22,10 +22,22 @@ class TaskModule:
         return self.module.Model
 
     def get_inputs(self) -> list[Any]:
-        return list(self.module.get_inputs())
+        return self._input_list("get_inputs", "model(*get_inputs())")
 
     def get_init_inputs(self) -> list[Any]:
-        return list(self.module.get_init_inputs())
+        return self._input_list("get_init_inputs", "Model(*get_init_inputs())")
+
+    def _input_list(self, function: str, usage: str) -> list[Any]:
+        """The function's list (or tuple) of arguments. Anything else is the task's mistake, never
+        spread into arguments: a bare tensor would become one argument per row."""
+        value = getattr(self.module, function)()
+        if isinstance(value, (list, tuple)):
+            return list(value)
+        where = getattr(self.module, "__file__", None) or "the task file"
+        raise TaskLoadError(
+            f"{where}: {function}() must return a list of inputs (the harness calls {usage}), "
+            f"got {type(value).__name__}; the task file must be fixed (wrap it: return [x])"
+        )
 
 
 def exec_source(source: str, module_name: str, filename: str) -> types.ModuleType:

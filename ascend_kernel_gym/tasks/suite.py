@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
-from ascend_kernel_gym.tasks.task import Task, TaskLoadError, load_task_file
+from ascend_kernel_gym.tasks.task import Task, TaskLoadError, UnknownTaskError, load_task_file
 
 SUITES_DIR = Path(__file__).parent / "suites"
 SPLITS = ("train", "test", "all")
@@ -98,7 +98,7 @@ def load_suite(
         by_id = {t.id: t for t in tasks}
         unknown = [i for i in wanted if i not in by_id]
         if unknown:
-            raise KeyError(f"unknown task ids {unknown} in suite {name!r} (split={split!r})")
+            raise UnknownTaskError(f"unknown task ids {unknown} in suite {name!r} (split={split!r})")
         tasks = [by_id[i] for i in wanted]
     return tasks
 
@@ -111,5 +111,5 @@ def get_task(id_or_path: str | Path) -> Task:
         return load_task_file(path)
     suite = text.split("/", 1)[0]
     if suite not in bundled_suites():
-        raise KeyError(f"{text!r} is neither a task file nor a task id of a bundled suite {bundled_suites()}")
+        raise UnknownTaskError(f"{text!r} is neither a task file nor a task id of a bundled suite {bundled_suites()}")
     return load_suite(suite, task_ids=[text])[0]

@@ -334,3 +334,12 @@ def test_evaluator_object_in_gym_make_is_shared_not_copied(fake_evaluator) -> No
     again.reset(seed=0)
     again.step(fenced("class ModelNew: pass"))
     assert len(fake_evaluator.requests) == 1
+
+
+def test_byte_order_mark_is_not_part_of_the_code() -> None:
+    from ascend_kernel_gym.envs.ascend_triton import _coerce_action
+
+    code = "import torch\n"
+    assert _coerce_action("\ufeff" + code) == code
+    assert _coerce_action(("\ufeff" + code).encode("utf-8")) == code
+    assert _coerce_action(code.encode("utf-8")) == code

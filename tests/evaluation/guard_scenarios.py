@@ -7,6 +7,7 @@ modules it needs are injected as globals, as if it had smuggled them in.
 
 from __future__ import annotations
 
+import _posixsubprocess
 import json
 import os
 import socket
@@ -26,6 +27,7 @@ SCENARIOS = {
     "subprocess": "subprocess.run(['true'])",
     "os_system": "os.system('true')",
     "fork": "os.fork()",
+    "fork_exec": "POSIXSUBPROCESS.fork_exec()",  # starts a program without an audit event
     "kill_parent": "os.kill(os.getppid(), 0)",
     "rename_outside": "os.rename(SANDBOX + '/a', '/tmp/akg_guard_moved_{pid}')",
     "mkdir_inside": "os.mkdir(SANDBOX + '/sub')",
@@ -92,6 +94,7 @@ def run(name: str, code: str | None, backend: str = "interpreter") -> str:
                 "threading": threading,
                 "SANDBOX": sandbox,
                 "LIBRARY": fake_compiler,
+                "POSIXSUBPROCESS": _posixsubprocess,
                 "__name__": "akg_candidate",
             }
             exec(compile(code.format(pid=os.getpid()), candidate, "exec"), namespace)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -35,3 +36,101 @@ def test_check_misuse_exits_2(tmp_path, capsys) -> None:
     file.write_text("x = 1\n")
     assert main(["check", str(file), "--task", "core/L9/nothing"]) == 2
     assert json.dumps(ErrorType.NONE.value)  # keeps the import used
+
+
+def test_candidate_file_is_read_as_python_reads_it(tmp_path) -> None:
+    from ascend_kernel_gym.evaluation.cli import read_candidate
+
+    code = "import torch\n\nNOTE = 'café'\n"
+    bom = tmp_path / "bom.py"
+    bom.write_bytes(b"\xef\xbb\xbf" + code.replace("\n", "\r\n").encode())
+    assert read_candidate(bom) == code  # no U+FEFF, no \r: what Python compiles
+    latin1 = tmp_path / "latin1.py"
+    latin1.write_bytes(("# -*- coding: latin-1 -*-\n" + code).encode("latin-1"))
+    # decoded as declared; the evaluator stores the text as UTF-8, so the coding line says so
+    assert read_candidate(latin1) == "# -*- coding: utf-8 -*-\n" + code
+    utf8 = tmp_path / "utf8.py"
+    utf8.write_bytes(("#!/usr/bin/env python\n# coding=utf-8\n" + code).encode())
+    assert read_candidate(utf8) == "#!/usr/bin/env python\n# coding=utf-8\n" + code
+    broken = tmp_path / "broken.py"
+    broken.write_bytes(b"x = 1  # \xff\n")  # Python would refuse it; the evaluator reports on it
+    assert read_candidate(broken) == "x = 1  # \ufffd\n"
+
+
+@pytest.mark.slow
+def test_check_a_candidate_file_with_a_byte_order_mark(tmp_path, capsys) -> None:
+    task = get_task("core/L1/relu")
+    good = tmp_path / "good_bom.py"
+    good.write_bytes(b"\xef\xbb\xbf" + (task.solution_source() or "").encode())
+    argv = ["check", str(good), "--task", "core/L1/relu", "--backend", "interpreter", "--json", "--seed", "2"]
+    assert main(argv) == 0
+    result = EvalResult.from_json(capsys.readouterr().out)
+    assert result.ok, result.error_message
+    assert result.error_type == ErrorType.NONE
+
+
+def test_check_prints_unknown_task_messages_without_quotes(tmp_path, capsys) -> None:
+    file = tmp_path / "k.py"
+    file.write_text("x = 1\n")
+    assert main(["check", str(file), "--task", "core/L9/nothing"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("akg check: error: unknown task ids ['core/L9/nothing']"), err
+    assert main(["check", str(file), "--task", "core/L1/relu", "--profile", "huge"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("akg check: error: task 'core/L1/relu' has no profile 'huge'"), err
+
+
+HINGE_KERNEL = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def hinge_rows(p_ptr, t_ptr, rows_ptr, C, BLOCK: tl.constexpr):
+    r = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, C, BLOCK):
+        c = start + tl.arange(0, BLOCK)
+        m = c < C
+        p = tl.load(p_ptr + r * C + c, mask=m, other=0.0)
+        t = tl.load(t_ptr + c, mask=m, other=0.0)  # targets broadcast along the last dim
+        acc += tl.where(m, tl.maximum(1.0 - p * t, 0.0), 0.0)
+    tl.store(rows_ptr + r, tl.sum(acc, axis=0))
+
+
+@triton.jit
+def mean_of(rows_ptr, out_ptr, R, total, BLOCK: tl.constexpr):
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, R, BLOCK):
+        i = start + tl.arange(0, BLOCK)
+        acc += tl.load(rows_ptr + i, mask=i < R, other=0.0)
+    tl.store(out_ptr, tl.sum(acc, axis=0) / total)
+
+
+class ModelNew(nn.Module):
+    def forward(self, predictions, targets):
+        p, t = predictions.contiguous(), targets.contiguous()
+        R, C = p.shape
+        rows = torch.empty((R,), dtype=torch.float32, device=p.device)
+        hinge_rows[(R,)](p, t, rows, C, BLOCK=128)
+        out = torch.empty((), dtype=p.dtype, device=p.device)
+        mean_of[(1,)](rows, out, R, R * C, BLOCK=128)
+        return out
+"""
+
+
+@pytest.mark.slow
+def test_check_real_kernelbench_hinge_loss_runs_at_the_derived_small_sizes(tmp_path, capsys) -> None:
+    """Real L1 100_HingeLoss (32768 x 32768 at full size): the derived small profile shrinks the
+    tuple ``input_shape`` with ``batch_size``, so the reference runs and nothing falls back."""
+    task = Path(__file__).parent.parent / "data" / "kernelbench" / "level1" / "100_HingeLoss.py"
+    kernel = tmp_path / "hinge.py"
+    kernel.write_text(HINGE_KERNEL)
+    argv = ["check", str(kernel), "--task", str(task), "--backend", "interpreter", "--json", "--seed", "2"]
+    assert main([*argv, "--no-perf", "--timeout", "120"]) == 0
+    result = EvalResult.from_json(capsys.readouterr().out)
+    assert result.ok, result.error_message
+    assert result.profile == "small"
+    assert not any("small sizes" in w for w in result.warnings), result.warnings

@@ -38,6 +38,7 @@ def test_guard_policy() -> None:
             assert verdict.startswith("refused"), f"{name} was not refused: {verdict}"
     assert "network" in verdicts["socket"]
     assert "subprocess" in verdicts["subprocess"]
+    assert "fork_exec" in verdicts["fork_exec"]
     assert "subprocess" in verdicts["device_candidate_subprocess"]
     assert "thread" in verdicts["thread"]
     assert "json" in verdicts["import_forbidden"]

@@ -317,3 +317,16 @@ def test_buffer_rotation_places_slots_at_random_offsets() -> None:
     assert all(b[1] == 7 for b in rotation.buffers)
     for rep in range(24):
         assert float(rotation.prepare(rep % 3, rep % 8)()[-1]) == 7.0 * (rep % 3)
+
+
+def test_timing_reloads_tensors_nested_in_list_inputs(evaluator) -> None:
+    # forward(self, tensors): every timed round and every audit must see its own input set.
+    from pathlib import Path
+
+    from ascend_kernel_gym.tasks import get_task
+
+    data = Path(__file__).parent.parent / "data" / "third_party"
+    task = get_task(str(data / "level1" / "20_Concat_list_input.py"))
+    result = _timed(evaluator, task, (data / "kernels" / "concat_list_input_ok.py").read_text())
+    assert result.ok, result.error_message
+    assert result.speedup is not None and result.timing["audit_rounds"] == 5

@@ -43,3 +43,55 @@ def test_written_memory_and_unrecorded_calls_are_left_alone() -> None:
     assert recorder.poisoned == before > 0
     expanded, _ = _recorded(recorder, lambda: torch.empty(1).expand(4))  # a view of a filled allocation
     assert torch.isnan(expanded).all()
+
+
+def test_kernel_arguments_that_imitate_tensors_are_refused() -> None:
+    import pytest
+
+    from ascend_kernel_gym.evaluation.errors import StageError
+    from ascend_kernel_gym.evaluation.recorder import _refuse_imitations
+
+    ran = []
+
+    class Trojan:
+        @property
+        def data_ptr(self):
+            ran.append("data_ptr")
+            return 0
+
+    class Lazy:
+        def __getattr__(self, name):
+            ran.append(name)
+            raise AttributeError(name)
+
+    class Shaped(tuple):
+        pass
+
+    plain = [torch.zeros(2), torch.nn.Parameter(torch.zeros(2)), 3, 2.5, True, None, "relu", (1, (torch.ones(1),))]
+    _refuse_imitations(plain)
+    for bad in (Trojan(), Lazy(), Shaped((1, 2)), (1, Trojan())):
+        with pytest.raises(StageError, match="acts like one"):
+            _refuse_imitations([torch.zeros(1), bad])
+    assert ran == []  # refused without running any of the object's own code
+
+
+def test_autotune_hooks_other_than_tritons_are_refused() -> None:
+    import types
+
+    import pytest
+
+    from ascend_kernel_gym.evaluation.errors import StageError
+    from ascend_kernel_gym.evaluation.recorder import _refuse_foreign_hooks
+
+    def candidate_hook(*args, **kwargs):
+        return 0
+
+    candidate_hook.__module__ = "akg_candidate"
+    triton_hook = eval("lambda kwargs, reset_only=False: 0", {"__name__": "triton.runtime.autotuner"})
+    tuner = types.SimpleNamespace(pre_hook=triton_hook, post_hook=triton_hook, _do_bench=None)
+    _refuse_foreign_hooks(tuner, types.SimpleNamespace(pre_hook=None))
+    for name in ("pre_hook", "post_hook", "_do_bench"):
+        with pytest.raises(StageError, match="autotune"):
+            _refuse_foreign_hooks(types.SimpleNamespace(**{**vars(tuner), name: candidate_hook}), None)
+    with pytest.raises(StageError, match="autotune"):
+        _refuse_foreign_hooks(tuner, types.SimpleNamespace(pre_hook=candidate_hook))

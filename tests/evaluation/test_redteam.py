@@ -3,7 +3,8 @@
 Each file says what must happen in its header::
 
     # expected: forbidden|sandbox_violation    (acceptable error types; ``none`` = must pass)
-    # task: core/L1/transpose                   (default core/L1/relu)
+    # task: core/L1/transpose                   (default core/L1/relu; a ``.py`` path is a task file
+    #                                             relative to tests/data, e.g. third_party/level1/x.py)
     # canary: /tmp/akg_redteam_pwned_x          (a file the candidate tries to create outside its sandbox)
     # max_output_tail: 17000                    (bound on the kept output)
     # no_paths_in_output: yes                   (what it printed comes back without harness paths)
@@ -29,6 +30,7 @@ from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES
 from ascend_kernel_gym.tasks import get_task
 
 REDTEAM = Path(__file__).parent / "redteam"
+DATA = Path(__file__).parent.parent / "data"
 CANARY_GLOB = "/tmp/akg_redteam_pwned*"
 HEADER_RE = re.compile(r"#\s*(expected|task|timeout|canary|max_output_tail|no_paths_in_output):\s*(.+)")
 
@@ -51,6 +53,11 @@ def _header(path: Path) -> dict[str, str]:
 
 
 CASES = sorted(REDTEAM.glob("*.py"))
+
+
+def _task(meta: dict[str, str]):
+    name = meta.get("task", "core/L1/relu")
+    return get_task(DATA / name if name.endswith(".py") else name)
 
 
 def _param(path: Path):
@@ -84,7 +91,7 @@ def redteam_results(evaluator, pool_root, leftover_sandboxes):
     for path in CASES:
         meta = _header(path)
         timeout = float(meta["timeout"]) if "timeout" in meta else 60.0
-        task = get_task(meta.get("task", "core/L1/relu"))
+        task = _task(meta)
         requests.append(EvalRequest(task=task, code=path.read_text(), timeout_s=timeout, seed=20260))
     results = evaluator.evaluate_many(requests)
     canaries = {p: os.path.exists(p) for p in (_header(c).get("canary") for c in CASES) if p}
@@ -125,6 +132,8 @@ def test_redteam_case(path: Path, redteam_results) -> None:
             assert leak not in result.output_tail and leak not in result.error_message
     text = render_feedback(result)
     assert text and "/tmp/akg-" not in text and "site-packages" not in text
+    for line in [*result.warnings, *result.hack_reasons]:  # what the JSON result carries
+        assert "akg-sandbox" not in line and "akg-pool" not in line and "/tmp/" not in line, line
 
 
 def test_forged_stdout_is_not_the_result(redteam_results) -> None:
@@ -133,6 +142,25 @@ def test_forged_stdout_is_not_the_result(redteam_results) -> None:
     result = results["fake_json_stdout.py"]
     assert not result.correct
     assert '"correct": true' in result.output_tail
+
+
+def test_swapped_arguments_get_a_note(redteam_results) -> None:
+    """An input written while the output is wrong: the output's failure, not a hack, with a hint."""
+    results, _ = redteam_results
+    result = results["honest_swapped_args.py"]
+    assert result.error_type == ErrorType.NAN_OR_INF and not result.hack and result.hack_reasons == []
+    assert "modified its input argument(s) [0] in place" in result.error_message
+    assert "argument order" in result.error_message and "argument order" in render_feedback(result)
+
+
+def test_warning_texts_are_scrubbed(redteam_results) -> None:
+    """A candidate's exception text quoted in a warning loses the sandbox path."""
+    results, _ = redteam_results
+    result = results["leak_path_in_warning.py"]
+    assert result.ok, result.error_message
+    quoted = [w for w in result.warnings if "cost model could not run" in w]
+    assert quoted, result.warnings
+    assert all("ValueError: at kernel.py" in w for w in quoted), quoted
 
 
 def test_print_flood_is_capped(redteam_results) -> None:

@@ -176,4 +176,79 @@ def test_imported_names_used_as_values_are_left_to_the_child() -> None:
     code = KERNEL + "\nfrom torch import nn as q\nfrom torch.nn.functional import relu\nthings = [q, relu]\n"
     report = check_source(code)
     assert report.ok, report.message()
-    assert report.escaping == {"torch.nn", "torch.nn.functional.relu"}
+    assert {"torch.nn", "torch.nn.functional.relu"} <= report.escaping
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "[typing.collections][0]",
+        "(typing.collections,)[0]",
+        "typing.collections if len(KEEP) else None",
+        "(lambda: typing.collections)()",
+        "{0: typing.collections}[0]",
+        "max([typing.collections], key=id)",
+        "[getattr(typing, 'collections')][0]",
+    ],
+)
+def test_dotted_paths_used_as_values_are_left_to_the_child(expression) -> None:
+    # A module reached as an attribute and handed around escapes attribute resolution just as an
+    # imported name does: the child refuses the path if the live object is a module.
+    report = check_source(KERNEL + f"\nimport typing\nKEEP = [1]\nthing = {expression}\n")
+    assert report.ok, report.message()
+    assert "typing.collections" in report.escaping
+
+
+def test_getattr_and_hasattr_with_a_literal_name_read_a_module_without_handing_it_around() -> None:
+    code = KERNEL + "\nimport typing\nA = getattr(torch, 'float16')\nB = hasattr(torch.cuda, 'is_available')\n"
+    report = check_source(code)
+    assert report.ok, report.message()
+    assert "torch" not in report.escaping and "torch.cuda" not in report.escaping
+
+
+def test_private_attributes_are_refused_on_anything_but_self_and_cls() -> None:
+    escape = KERNEL + "\nimport typing\nS = [typing.collections][0]._sys\n"
+    assert any("`._sys`" in e and "private" in e for e in _errors(escape))
+    assert any("`._foo`" in e for e in _errors(KERNEL + "\nX = [1][0]._foo\n"))
+    assert any("`._x`" in e for e in _errors(KERNEL + "\ndef f(obj):\n    return obj._x\n"))
+    own = KERNEL + (
+        "\nclass A:\n    def f(self):\n        self._y = 1\n        return self._y\n"
+        "\n    @classmethod\n    def g(cls):\n        return cls._z\n"
+    )
+    assert check_source(own).ok, check_source(own).message()
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "C = triton.Config({}, pre_hook=print)",
+        "D = triton.autotune(configs=[], key=[], post_hook=print)",
+        "E = triton.autotune(configs=[], key=[], do_bench=print)",
+        "F = triton.autotune(configs=[], key=[], **{'post_hook': print})",
+        "def f(tuner):\n    tuner.pre_hook = print",
+        "G = getattr(k, 'do_bench', None)",
+    ],
+)
+def test_autotune_hooks_are_refused(snippet) -> None:
+    errors = _errors(KERNEL + "\n" + snippet + "\n")
+    assert any("autotune" in e and ("hook" in e or "bench" in e) for e in errors), errors
+
+
+def test_kernels_may_call_only_triton_functions() -> None:
+    helper = KERNEL.replace("@triton.jit", "def helper(v):\n    return v\n\n\n@triton.jit", 1)
+    calls = helper.replace("    o = tl.arange(0, B)", "    o = helper(tl.arange(0, B))")
+    assert any("`helper`, which is plain Python" in e for e in _errors(calls))
+    lam = KERNEL.replace("@triton.jit", "twice = lambda v: v * 2\n\n\n@triton.jit", 1)
+    assert any(
+        "`twice`" in e for e in _errors(lam.replace("    o = tl.arange(0, B)", "    o = twice(tl.arange(0, B))"))
+    )
+    passed = helper.replace("k[(1,)](x, x.numel(), B=1024)", "k[(1,)](x, x.numel(), B=1024, FN=helper)")
+    assert any("passed to a kernel launch" in e for e in _errors(passed))
+    jit_helper = KERNEL.replace("@triton.jit", "@triton.jit\ndef helper(v):\n    return v\n\n\n@triton.jit", 1)
+    assert check_source(jit_helper.replace("    o = tl.arange(0, B)", "    o = helper(tl.arange(0, B))")).ok
+    constexpr_fn = KERNEL.replace(
+        "@triton.jit", "@triton.constexpr_function\ndef half(v):\n    return v // 2\n\n\n@triton.jit", 1
+    )
+    assert check_source(constexpr_fn.replace("tl.arange(0, B)", "tl.arange(0, half(B))")).ok
+    handle = KERNEL.replace("    o = tl.arange(0, B)", "    o = tl.arange(0, B)\n    d = o.handle")
+    assert any("`.handle`" in e for e in _errors(handle))

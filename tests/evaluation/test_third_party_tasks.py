@@ -4,7 +4,11 @@ Styles covered: inputs made with ``.cuda()`` / ``device="cuda"``, python scalars
 ``forward``, ``Model`` init arguments (ints, floats, tuples), tuple outputs, integer index
 inputs, positive-only ``torch.rand`` inputs, module constants written as expressions, helper
 functions and classes, Windows line endings, a module docstring as the only description, a
-0-dim output, half-precision inputs made with ``.half()``. Each task must load (``akg tasks
+0-dim output, half-precision inputs made with ``.half()``, a list of tensors as one input, int64
+outputs (compared exactly), a strided (non-dense) input slice, a reference that works in place,
+a reference that refuses values outside its domain (binary cross-entropy), ``(out, None)``
+outputs; and tasks no kernel can pass, reported as the task's problem (``harness_error``): a
+reference with dropout in training mode, a reference returning a dict. Each task must load (``akg tasks
 show``), a correct Triton ``ModelNew`` must pass and an incorrect one must fail with the right
 error type (kernels in ``kernels/``, headers ``# task:`` and ``# expected:``).
 """

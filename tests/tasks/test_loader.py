@@ -188,7 +188,12 @@ def test_suite_filters_and_unknown_ids():
 
 def test_directory_of_kernelbench_files_is_a_suite():
     tasks = load_suite(DATA)
-    assert {t.name for t in tasks} == {"23_Softmax", "12_Gemm_Multiply_LeakyReLU"}
+    assert {t.name for t in tasks} == {
+        "23_Softmax",
+        "12_Gemm_Multiply_LeakyReLU",
+        "100_HingeLoss",
+        "1_Square_matrix_multiplication_",
+    }
     assert {t.level for t in tasks} == {1, 2}
     assert all(t.id.startswith("kernelbench/") for t in tasks)
 

@@ -1,0 +1,27 @@
+# task: level1/23_ReLU_inplace_reference.py
+# expected: value_mismatch
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_scale_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.0)
+    tl.store(out_ptr + offs, x * scale, mask=m)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        relu_scale_kernel[(triton.cdiv(n, 128),)](x, out, n, self.scale, BLOCK=128)
+        return out

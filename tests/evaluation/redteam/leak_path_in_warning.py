@@ -1,0 +1,32 @@
+# ruff: noqa
+# expected: none
+# Finding F9 (second red-team round). Correct on the six checked calls, then raises on the next
+# call (the cost model's) with an exception text holding its own file path. The harness puts that
+# text into EvalResult.warnings, which used to reach the result unscrubbed (the sandbox path
+# /tmp/akg-pool-.../akg-sandbox-.../kernel.py); test_warning_texts_are_scrubbed checks it.
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls == 7:
+            raise ValueError("at " + __file__)
+        out = torch.empty_like(x)
+        n = x.numel()
+        relu_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK=1024)
+        return out
