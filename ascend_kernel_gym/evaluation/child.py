@@ -348,8 +348,12 @@ def _library_dirs(backend: str) -> tuple[str, ...]:
 # --- library snapshot (monkeypatch detection) ------------------------------------------------
 
 
+HARNESS_PACKAGE = "ascend_kernel_gym"
+
+
 class LibrarySnapshot:
-    """Identities of public callables of torch / triton namespaces, to detect monkeypatching."""
+    """Identities of public callables of torch / triton namespaces (and of every callable of the
+    harness's own modules), to detect monkeypatching."""
 
     def __init__(self) -> None:
         self.namespaces = self._namespaces()
@@ -361,6 +365,7 @@ class LibrarySnapshot:
         import triton.language as tl
 
         spaces: dict[str, Any] = {
+            **{name: module for name, module in sys.modules.items() if name.startswith(HARNESS_PACKAGE + ".")},
             "torch": torch,
             "torch.nn.functional": torch.nn.functional,
             "torch.Tensor": torch.Tensor,
@@ -390,8 +395,10 @@ class LibrarySnapshot:
                             continue
                         ids[key] = id(value)
             else:
-                for name, value in space.__dict__.items():
-                    if not name.startswith("_") and callable(value):
+                # The harness's own modules: private helpers too (``child._call_candidate``).
+                own = label.startswith(HARNESS_PACKAGE + ".")
+                for name, value in list(space.__dict__.items()):
+                    if (own or not name.startswith("_")) and callable(value):
                         ids[(label, name)] = id(value)
         return ids
 
@@ -1213,8 +1220,18 @@ def _run_ascend_hooks(
         return
     try:
         inputs = cx.make_inputs(task_module, rng.getrandbits(62), "task", device)
-        with cost_model.instrument() as counters, torch.no_grad():
-            candidate(*cx.clone_inputs(inputs))
+        # The counted call is a checked one (recorded, its output compared with the reference's):
+        # a candidate cannot do less work on it than on the others.
+        with cost_model.instrument() as counters:
+            counted = _call_candidate(state, candidate, cx.clone_inputs(inputs), False).output
+        out_r = _run_reference(state, reference, cx.clone_inputs(inputs))
+        slack = _precision_slack(state, reference, inputs, out_r)
+        if not cx.outputs_close(counted, out_r, job.task.atol, job.task.rtol, slack):
+            raise StageError(
+                ErrorType.VALUE_MISMATCH,
+                "the output was wrong on the call the cost model counted (work skipped on some calls); compute the "
+                "output from the inputs on every call",
+            )
         roofline: dict[str, Any] | None
         if hasattr(cost_model, "task_roofline"):
             roofline = cost_model.task_roofline(reference, cx.clone_inputs(inputs), job.task.id)

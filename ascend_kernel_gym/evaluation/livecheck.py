@@ -27,10 +27,8 @@ def check_live_paths(paths: list[str], escaping: list[str] | tuple[str, ...] = (
         for part in parts:
             if part in policy.FORBIDDEN_MODULES:
                 return f"the module `{name}`"
-        for prefix, reason in policy.FORBIDDEN_PATHS.items():
-            if name == prefix or name.startswith(prefix + "."):
-                return f"`{name}` ({reason})"
-        return None
+        reason = policy.forbidden_path_reason(name)
+        return f"`{name}` ({reason})" if reason is not None else None
 
     for path in sorted(set(paths) | set(escaping)):
         parts = path.split(".")
@@ -58,6 +56,6 @@ def check_live_paths(paths: list[str], escaping: list[str] | tuple[str, ...] = (
         if path in escaping and isinstance(obj, types.ModuleType) and walked == path:
             raise StageError(
                 ErrorType.FORBIDDEN,
-                f"the module `{path}` is used as a value (an argument, a list item, a default, a return value); "
-                "use modules only as `module.attribute`",
+                f"the module `{path}` is used as a value (an assignment, an argument, a list item, a default, a "
+                "return value); use modules only as `module.attribute` (alias them with `import x as y`)",
             )

@@ -211,6 +211,20 @@ FORBIDDEN_PATHS: dict[str, str] = {
     "triton.instrumentation": "Triton instrumentation is not allowed",
 }
 
+
+def forbidden_path_reason(path: str) -> str | None:
+    """Why a dotted path is refused (``FORBIDDEN_PATHS``, less ``ALLOWED_PATHS``), or None."""
+    if any(path == allowed or path.startswith(allowed + ".") for allowed in ALLOWED_PATHS):
+        return None
+    for prefix, reason in FORBIDDEN_PATHS.items():
+        if path == prefix or path.startswith(prefix + "."):
+            return reason
+    return None
+
+
+#: Exceptions inside refused prefixes: host-side tensor descriptors (TMA) are ordinary kernel inputs.
+ALLOWED_PATHS: frozenset[str] = frozenset({"triton.tools.tensor_descriptor"})
+
 #: Allowed operators that carry data. None of them may produce or write the memory of an output
 #: (``x.transpose(1, 2).contiguous()`` or ``out.copy_(...)`` after a decoy launch, or
 #: ``torch.tensor(python_list)``, is PyTorch / Python doing the work, not the kernel).
@@ -266,7 +280,7 @@ FORBIDDEN_BUILTINS: dict[str, str] = {
 ATTR_BUILTINS: frozenset[str] = frozenset({"getattr", "setattr", "hasattr"})
 
 #: Dunder *names* (not attributes) a candidate may use; ``__builtins__`` and the rest are refused.
-SAFE_DUNDER_NAMES: frozenset[str] = frozenset({"__name__", "__doc__", "__file__"})
+SAFE_DUNDER_NAMES: frozenset[str] = frozenset({"__name__", "__doc__", "__file__", "__all__"})
 
 #: Dunder attribute names that may be read (everything else ``__x__`` is refused).
 SAFE_DUNDER_ATTRS: frozenset[str] = frozenset(
@@ -365,11 +379,14 @@ FORBIDDEN_KEYWORDS: dict[str, str] = {
 }
 FORBIDDEN_ATTRS.update(FORBIDDEN_KEYWORDS)
 
-#: Attributes refused inside ``@triton.jit`` bodies: on the interpreter a kernel's values are
+#: Attributes refused everywhere (named for kernels): on the interpreter a kernel's values are
 #: Python objects whose ``.handle`` holds NumPy arrays; no device compiler accepts them.
 FORBIDDEN_KERNEL_ATTRS: dict[str, str] = {
     "handle": "it reaches the interpreter's NumPy data; use triton.language operations",
 }
+
+#: namedtuple's public API, which starts with an underscore so as not to clash with field names
+NAMEDTUPLE_API: frozenset[str] = frozenset({"_replace", "_asdict", "_fields", "_make", "_field_defaults"})
 
 #: Recognised ways to mark a Triton kernel.
 TRITON_JIT_PATHS: frozenset[str] = frozenset({"triton.jit", "triton.runtime.jit.jit"})

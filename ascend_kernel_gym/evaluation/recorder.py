@@ -39,6 +39,8 @@ from ascend_kernel_gym.evaluation.policy import (
 from ascend_kernel_gym.evaluation.result import ErrorType, LaunchRecord
 
 MAX_LAUNCH_RECORDS = 64
+#: the operator name under which printing a tensor is recorded
+PRINT_OP = "print (tensor values read into Python text)"
 
 
 def _jsonable(value: Any) -> Any:
@@ -81,8 +83,11 @@ def _refuse_imitations(values: list[Any]) -> None:
         kind = type(value)
         if issubclass(kind, torch.Tensor) or value is None or kind in (bool, int, float, str):
             continue
-        if kind is tuple:
-            _refuse_imitations(list(value))
+        if kind is tuple or _plain_namedtuple(kind):
+            _refuse_imitations(list(tuple.__iter__(value)))
+            continue
+        if str(getattr(kind, "__module__", "")).startswith("triton.tools.tensor_descriptor"):
+            _refuse_imitations([vars(value).get("base")])  # a host-side descriptor holds a tensor
             continue
         trusted = str(getattr(kind, "__module__", "")).split(".")[0] in ("triton", "torch", "builtins")
         imitates = inspect.getattr_static(value, "data_ptr", _MISSING) is not _MISSING or any(
@@ -94,6 +99,40 @@ def _refuse_imitations(values: list[Any]) -> None:
                 f"a kernel argument is a `{kind.__name__}` object that is not a tensor but acts like one (or a tuple "
                 "subclass); pass torch tensors, plain tuples and plain Python values to kernels",
             )
+
+
+#: what ``collections.namedtuple`` puts in a class (beyond one accessor per field)
+_NAMEDTUPLE_MEMBERS = frozenset(
+    {
+        "__doc__",
+        "__slots__",
+        "_fields",
+        "_field_defaults",
+        "__new__",
+        "_make",
+        "_replace",
+        "__repr__",
+        "_asdict",
+        "__getnewargs__",
+        "__match_args__",
+        "__module__",
+        "__qualname__",
+        "__orig_bases__",
+        "__annotations__",
+    }
+)
+
+
+def _plain_namedtuple(kind: type) -> bool:
+    """A class made by ``collections.namedtuple`` / ``typing.NamedTuple`` with nothing of its own
+    added: Triton accepts those as kernel arguments, and none of their methods is the candidate's."""
+    if kind.__bases__ != (tuple,):
+        return False
+    own = vars(kind)
+    fields = own.get("_fields")
+    if not isinstance(fields, tuple) or not all(isinstance(f, str) for f in fields):
+        return False
+    return all(name in _NAMEDTUPLE_MEMBERS or name in fields for name in own)
 
 
 def _is_constexpr_annotation(annotation: Any) -> bool:
@@ -153,12 +192,14 @@ class Recorder:
             if hasattr(GridExecutor, "_restore_args_dev"):
                 GridExecutor._restore_args_dev = self._suspending(GridExecutor._restore_args_dev)
         try:
-            from triton.runtime.autotuner import Autotuner
+            from triton.runtime.autotuner import Autotuner, Heuristics
         except ImportError:  # pragma: no cover
             pass
         else:
             if hasattr(Autotuner, "_bench"):
                 Autotuner._bench = self._benchmarking(Autotuner._bench)
+            self._record_heuristics(Heuristics)
+        self._record_printing()
         try:
             from triton.compiler.compiler import CompiledKernel
         except ImportError:  # pragma: no cover
@@ -183,6 +224,50 @@ class Recorder:
                 recorder._suspended -= 1
 
         return wrapper
+
+    def _recorded_callback(self, fn: Any) -> Any:
+        """``fn`` (the candidate's code) with recording back on while it runs, also where the
+        autotuner's benchmarking has suspended it."""
+        recorder = self
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            saved = recorder._suspended, recorder._bench_depth
+            recorder._suspended = recorder._bench_depth = 0
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                recorder._suspended, recorder._bench_depth = saved
+
+        return call
+
+    def _record_heuristics(self, heuristics_cls: type) -> None:
+        """``@triton.heuristics`` functions are the candidate's code: recorded wherever they run
+        (under ``@triton.autotune`` they run inside its benchmarking)."""
+        original = heuristics_cls.__init__
+        recorder = self
+
+        @functools.wraps(original)
+        def init(heur_self: Any, fn: Any, arg_names: Any, values: Any, *args: Any, **kwargs: Any) -> None:
+            values = {k: recorder._recorded_callback(v) for k, v in dict(values).items()}
+            original(heur_self, fn, arg_names, values, *args, **kwargs)
+
+        heuristics_cls.__init__ = init
+
+    def _record_printing(self) -> None:
+        """Printing a tensor (``repr``, ``str``, f-strings) reads its values into Python with the
+        dispatch mode switched off: counted as an operator, like ``.item()``."""
+        import torch._tensor_str as tensor_str
+
+        original = tensor_str._str
+        recorder = self
+
+        @functools.wraps(original)
+        def printed(*args: Any, **kwargs: Any) -> Any:
+            recorder.record_op(PRINT_OP)
+            return original(*args, **kwargs)
+
+        tensor_str._str = printed
 
     def _probing_stream_handles(self, method: Any) -> Any:
         recorder = self
@@ -219,6 +304,10 @@ class Recorder:
         def run(fn_self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
             if recorder.stream_probe is not None and not warmup:
                 recorder.stream_probe()
+            if recorder.recording:
+                _refuse_imitations([*args, *kwargs.values()])
+            if recorder._bench_depth and callable(grid):
+                grid = recorder._recorded_callback(grid)  # the candidate's grid, inside benchmarking
             if warmup or not recorder.recording or recorder._bench_depth:
                 return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
             python_fn = getattr(fn_self, "fn", None)
@@ -229,7 +318,11 @@ class Recorder:
             if callable(grid):
                 grid = grid(bound)  # evaluated while operators are still being recorded
             grid_tuple = tuple(int(g) for g in grid) if isinstance(grid, (tuple, list)) else (int(grid),)
-            recorder._record_launch(python_fn, bound, grid_tuple, kwargs)
+            recorder._suspended += 1  # the record's own reprs of argument values are the harness's
+            try:
+                recorder._record_launch(python_fn, bound, grid_tuple, kwargs)
+            finally:
+                recorder._suspended -= 1
             return original(fn_self, *args, grid=grid_tuple, warmup=warmup, **kwargs)
 
         cls.run = run

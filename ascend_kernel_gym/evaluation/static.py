@@ -167,6 +167,12 @@ class _Checker(ast.NodeVisitor):
         #: the candidate's functions that are not Triton functions, its classes and lambdas: plain
         #: Python, which a kernel may not call (the interpreter would run it, no compiler would)
         self._plain_callables: set[str] = set()
+        #: first parameters of the methods being visited (``self`` / ``cls``)
+        self._method_self: list[str] = []
+        #: names the candidate defines on its own classes and instances (``self._cache = ...``)
+        self._own_attributes: set[str] = set()
+        #: the candidate's class names (never rebound)
+        self._class_names: set[str] = set()
 
     # --- helpers ---------------------------------------------------------------------------
     def fail(self, node: ast.AST | None, message: str, kind: ErrorType = ErrorType.FORBIDDEN) -> None:
@@ -221,10 +227,10 @@ class _Checker(ast.NodeVisitor):
             if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
                 self.fail(node, f"`{path}` uses a private API (names starting with `_` are off limits)")
                 return
-        for prefix, reason in policy.FORBIDDEN_PATHS.items():
-            if path == prefix or path.startswith(prefix + "."):
-                self.fail(node, f"`{path}` is forbidden: {reason}")
-                return
+        reason = policy.forbidden_path_reason(path)
+        if reason is not None:
+            self.fail(node, f"`{path}` is forbidden: {reason}")
+            return
         if root == "operator" and len(parts) > 1 and parts[1] in ("attrgetter", "methodcaller"):
             self.fail(node, f"`{path}` is forbidden: dynamic attribute access is not allowed")
 
@@ -235,12 +241,34 @@ class _Checker(ast.NodeVisitor):
 
     # --- pre-pass: aliases --------------------------------------------------------------------
     def collect_aliases(self) -> None:
+        rebound: set[str] = set()  # names bound other than by their def / class statement
         for node in ast.walk(self.tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                rebound.add(node.id)
+            elif isinstance(node, ast.arg):
+                rebound.add(node.arg)
+            if isinstance(node, ast.ClassDef):
+                self._class_names.add(node.name)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self._defined_names.add(node.name)
-                self._plain_callables.add(node.name)
+                if not isinstance(getattr(node, "_akg_parent", None), ast.ClassDef):  # not a method
+                    self._plain_callables.add(node.name)
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
                 self._plain_callables.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in ("self", "cls")
+            ):
+                self._own_attributes.add(node.attr)
+            if isinstance(node, ast.ClassDef):
+                for stmt in node.body:
+                    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        self._own_attributes.add(stmt.name)
+                    elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                        self._own_attributes.update(t.id for t in targets if isinstance(t, ast.Name))
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -281,6 +309,17 @@ class _Checker(ast.NodeVisitor):
         for node in ast.walk(self.tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.is_triton_function(node):
                 self._plain_callables.discard(node.name)
+        self._class_names -= rebound
+        # A name also bound as a variable may hold anything by the time a kernel sees it; lambdas
+        # assigned to a name stay plain Python.
+        lambdas = {
+            t.id
+            for n in ast.walk(self.tree)
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Lambda)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
+        self._plain_callables -= rebound - lambdas
 
     # --- visitors -----------------------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
@@ -302,8 +341,21 @@ class _Checker(ast.NodeVisitor):
             else:
                 self.check_path(node, f"{module}.{alias.name}")
 
+    def visit_If(self, node: ast.If) -> None:
+        if _is_main_guard(node.test):
+            # Never runs: the candidate's module is not ``__main__`` (and ``__name__`` cannot be
+            # assigned). Self-tests there may use what the evaluation refuses.
+            for stmt in node.orelse:
+                self.visit(stmt)
+            return
+        self.generic_visit(node)
+
     def visit_Name(self, node: ast.Name) -> None:
-        if node.id.startswith("__") and node.id.endswith("__") and node.id not in policy.SAFE_DUNDER_NAMES:
+        is_dunder = node.id.startswith("__") and node.id.endswith("__")
+        if is_dunder and isinstance(node.ctx, (ast.Store, ast.Del)) and node.id != "__all__":
+            self.fail(node, f"assigning to `{node.id}` is forbidden")
+            return
+        if is_dunder and node.id not in policy.SAFE_DUNDER_NAMES:
             self.fail(node, f"the name `{node.id}` is forbidden (dunder names reach interpreter internals)")
             return
         path = self.resolve(node)
@@ -319,15 +371,34 @@ class _Checker(ast.NodeVisitor):
             if node.id in self._module_names:
                 self.fail(
                     node,
-                    f"the module `{path}` is used as a value (an argument, a list item, a default, a return "
-                    "value); use modules only as `module.attribute`",
+                    f"the module `{path}` is used as a value (an assignment, an argument, a list item, a default, "
+                    "a return value); use modules only as `module.attribute` (alias them with `import x as y`)",
                 )
             else:
                 self.report.escaping.add(path)
 
+    def _own_private(self, node: ast.Attribute) -> bool:
+        """``self._x`` / ``cls._x`` inside a method (the first parameter of a function defined in a
+        class body), for a name the candidate itself defines on its classes or instances; or
+        namedtuple's public API (``._replace``, ``._fields`` ...)."""
+        if node.attr in policy.NAMEDTUPLE_API:
+            return True
+        if node.attr not in self._own_attributes:
+            return False
+        base = node.value
+        if isinstance(base, ast.Call) and self.resolve(base.func) == "builtins.type" and len(base.args) == 1:
+            base = base.args[0]  # ``type(self)._cache``
+        if not isinstance(base, ast.Name):
+            return False
+        if base.id in self._class_names:  # ``ModelNew._BLOCK``
+            return True
+        return base.id in ("self", "cls") and base.id in self._method_self
+
     def _escapes_to(self, node: ast.expr) -> bool:
         """Whether a name or dotted path is used other than as ``name.attr``, ``name(...)``, a
-        decorator, ``alias = name`` or an argument of a harmless builtin (``print(torch)``)."""
+        decorator or an argument of a harmless builtin (``print(torch)``). An assignment counts:
+        an alias may be rebound where the checker cannot follow (a module is aliased with
+        ``import x as y``)."""
         parent = getattr(node, "_akg_parent", None)
         if isinstance(parent, ast.Call) and node in parent.args:
             if self.resolve(parent.func) in _HARMLESS_BUILTINS:
@@ -341,9 +412,7 @@ class _Checker(ast.NodeVisitor):
             return False
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node in parent.decorator_list:
             return False
-        if isinstance(parent, ast.Assign) and parent.value is node:
-            return not all(isinstance(t, ast.Name) for t in parent.targets)
-        return True
+        return True  # an assignment too: ``C = typing.collections`` hands the module around
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
@@ -369,16 +438,16 @@ class _Checker(ast.NodeVisitor):
                 self.fail(
                     node, f"attribute `.{attr}` is forbidden (it reaches a forbidden module or interpreter internals)"
                 )
-            elif path is None and _is_private(attr) and not _on_own_instance(node):
+            elif path is None and _is_private(attr) and not self._own_private(node):
                 self.fail(
                     node,
                     f"attribute `.{attr}` is forbidden: names starting with `_` are private APIs (only "
                     "`self._name` / `cls._name` on your own classes may be used)",
                 )
-            elif self._kernel_depth and attr in policy.FORBIDDEN_KERNEL_ATTRS:
+            elif attr in policy.FORBIDDEN_KERNEL_ATTRS:
                 self.fail(
                     node,
-                    f"attribute `.{attr}` in a @triton.jit kernel is forbidden: {policy.FORBIDDEN_KERNEL_ATTRS[attr]}",
+                    f"attribute `.{attr}` is forbidden: {policy.FORBIDDEN_KERNEL_ATTRS[attr]}",
                 )
         if path is not None and self._forward_depth and not self._kernel_depth:
             self._hint_compute(node, path)
@@ -426,10 +495,11 @@ class _Checker(ast.NodeVisitor):
                         self.fail(node, f"`setattr` on `{target}` is forbidden (monkeypatching libraries)")
         elif func_path == "builtins.type" and len(node.args) == 3:
             self.fail(node, "creating classes with type(name, bases, dict) is forbidden")
-        if self._kernel_depth and isinstance(node.func, ast.Name) and node.func.id in self._plain_callables:
+        callee = node.func.value if isinstance(node.func, ast.Attribute) else node.func  # ``Host.scan(x)`` too
+        if self._kernel_depth and isinstance(callee, ast.Name) and callee.id in self._plain_callables:
             self.fail(
                 node,
-                f"the kernel calls `{node.func.id}`, which is plain Python; a @triton.jit kernel may call only "
+                f"the kernel calls `{callee.id}`, which is plain Python; a @triton.jit kernel may call only "
                 "triton.language functions and other @triton.jit functions",
             )
         if isinstance(node.func, ast.Subscript):  # kernel[grid](...): no plain function as a constexpr
@@ -505,12 +575,17 @@ class _Checker(ast.NodeVisitor):
         for default in [*node.args.defaults, *node.args.kw_defaults]:
             if default is not None:
                 self.visit(default)
-        self._kernel_depth += int(is_kernel)
+        is_triton = is_kernel or self.is_triton_function(node)  # constexpr functions: kernel rules too
+        in_class = isinstance(getattr(node, "_akg_parent", None), ast.ClassDef)
+        params = [*node.args.posonlyargs, *node.args.args]
+        self._method_self.append(params[0].arg if in_class and params else "")
+        self._kernel_depth += int(is_triton)
         self._forward_depth += int(is_forward)
         for stmt in node.body:
             self.visit(stmt)
-        self._kernel_depth -= int(is_kernel)
+        self._kernel_depth -= int(is_triton)
         self._forward_depth -= int(is_forward)
+        self._method_self.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815
 
@@ -563,13 +638,18 @@ class _Checker(ast.NodeVisitor):
             )
 
 
+def _is_main_guard(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either order)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return len(names) == 1 and len(consts) == 1
+
+
 def _is_private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
-
-
-def _on_own_instance(node: ast.Attribute) -> bool:
-    """``self._x`` / ``cls._x``: a private attribute of the candidate's own object."""
-    return isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
 
 
 def _set_parents(tree: ast.AST) -> None:

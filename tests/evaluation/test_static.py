@@ -189,6 +189,7 @@ def test_imported_names_used_as_values_are_left_to_the_child() -> None:
         "{0: typing.collections}[0]",
         "max([typing.collections], key=id)",
         "[getattr(typing, 'collections')][0]",
+        "typing.collections",  # an alias may be rebound where the checker cannot follow
     ],
 )
 def test_dotted_paths_used_as_values_are_left_to_the_child(expression) -> None:
@@ -212,10 +213,20 @@ def test_private_attributes_are_refused_on_anything_but_self_and_cls() -> None:
     assert any("`._foo`" in e for e in _errors(KERNEL + "\nX = [1][0]._foo\n"))
     assert any("`._x`" in e for e in _errors(KERNEL + "\ndef f(obj):\n    return obj._x\n"))
     own = KERNEL + (
-        "\nclass A:\n    def f(self):\n        self._y = 1\n        return self._y\n"
+        "\nclass A:\n    _z = 3\n\n    def f(self):\n        self._y = 1\n        return self._y + self._h()\n"
+        "\n    def _h(self):\n        return (lambda: self._y)()\n"
         "\n    @classmethod\n    def g(cls):\n        return cls._z\n"
     )
     assert check_source(own).ok, check_source(own).message()
+    # ``self`` is only a name: outside a method, or for a name the candidate never defines, it is refused.
+    grab = KERNEL + "\nclass A:\n    _x = 1\n\n\ndef grab(self):\n    return self._x\n"
+    assert any("`._x`" in e for e in _errors(grab))
+    undefined = KERNEL + "\nclass A:\n    def f(self):\n        return self._sys\n"
+    assert any("`._sys`" in e for e in _errors(undefined))
+    named = (
+        KERNEL + "\nimport collections\nP = collections.namedtuple('P', 'a b')\nQ = P(1, 2)._replace(a=3)._asdict()\n"
+    )
+    assert check_source(named).ok, check_source(named).message()
 
 
 @pytest.mark.parametrize(
@@ -252,3 +263,27 @@ def test_kernels_may_call_only_triton_functions() -> None:
     assert check_source(constexpr_fn.replace("tl.arange(0, B)", "tl.arange(0, half(B))")).ok
     handle = KERNEL.replace("    o = tl.arange(0, B)", "    o = tl.arange(0, B)\n    d = o.handle")
     assert any("`.handle`" in e for e in _errors(handle))
+
+
+def test_main_guard_blocks_are_skipped_and_name_cannot_be_assigned() -> None:
+    selftest = KERNEL + ('\nif __name__ == "__main__":\n    torch.manual_seed(0)\n    import os\nelse:\n    X = 1\n')
+    assert check_source(selftest).ok, check_source(selftest).message()
+    spoofed = '__name__ = "__main__"\n' + selftest
+    assert any("assigning to `__name__`" in e for e in _errors(spoofed))
+    assert check_source(KERNEL + '\n__all__ = ["ModelNew"]\n').ok
+
+
+def test_host_side_tensor_descriptors_are_allowed_but_other_triton_tools_are_not() -> None:
+    ok = KERNEL + "\nfrom triton.tools.tensor_descriptor import TensorDescriptor\n"
+    assert check_source(ok).ok, check_source(ok).message()
+    assert any("triton tools" in e for e in _errors(KERNEL + "\nimport triton.tools.disasm\n"))
+
+
+def test_methods_and_rebound_names_are_not_plain_callables_in_launches() -> None:
+    code = KERNEL.replace(
+        "class ModelNew(nn.Module):\n    def forward(self, x):\n        k[(1,)](x, x.numel(), B=1024)",
+        "class ModelNew(nn.Module):\n    @staticmethod\n    def block(n):\n        return 1024\n\n"
+        "    def forward(self, x):\n        block = self.block(x.numel())\n        k[(1,)](x, x.numel(), B=block)",
+    )
+    assert "B=block" in code
+    assert check_source(code).ok, check_source(code).message()

@@ -1,9 +1,10 @@
 # ruff: noqa
-# expected: none
+# expected: runtime_error
 # Finding F9 (second red-team round). Correct on the six checked calls, then raises on the next
-# call (the cost model's) with an exception text holding its own file path. The harness puts that
-# text into EvalResult.warnings, which used to reach the result unscrubbed (the sandbox path
-# /tmp/akg-pool-.../akg-sandbox-.../kernel.py); test_warning_texts_are_scrubbed checks it.
+# call (the cost model's) with an exception text holding its own file path. That text used to
+# reach EvalResult.warnings unscrubbed (the sandbox path /tmp/akg-pool-.../akg-sandbox-.../kernel.py).
+# The cost model's call is now a checked call (third round), so the failure is the candidate's;
+# test_exception_texts_are_scrubbed checks the quoted text.
 import torch
 import torch.nn as nn
 import triton
