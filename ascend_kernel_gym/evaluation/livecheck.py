@@ -27,6 +27,8 @@ def check_live_paths(paths: list[str], escaping: list[str] | tuple[str, ...] = (
         for part in parts:
             if part in policy.FORBIDDEN_MODULES:
                 return f"the module `{name}`"
+        if any(allowed.startswith(name + ".") for allowed in policy.ALLOWED_PATHS):
+            return None  # on the way to an allowed path (``triton.tools`` to its tensor descriptors)
         reason = policy.forbidden_path_reason(name)
         return f"`{name}` ({reason})" if reason is not None else None
 

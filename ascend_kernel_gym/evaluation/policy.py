@@ -280,7 +280,12 @@ FORBIDDEN_BUILTINS: dict[str, str] = {
 ATTR_BUILTINS: frozenset[str] = frozenset({"getattr", "setattr", "hasattr"})
 
 #: Dunder *names* (not attributes) a candidate may use; ``__builtins__`` and the rest are refused.
-SAFE_DUNDER_NAMES: frozenset[str] = frozenset({"__name__", "__doc__", "__file__", "__all__"})
+SAFE_DUNDER_NAMES: frozenset[str] = frozenset(
+    {"__name__", "__doc__", "__file__", "__all__", "__version__", "__author__", "__license__"}
+)
+#: Dunder names a candidate may assign (module metadata); ``__name__`` never (``__main__`` blocks
+#: are skipped by the checker because they never run).
+ASSIGNABLE_DUNDER_NAMES: frozenset[str] = frozenset({"__all__", "__version__", "__author__", "__license__"})
 
 #: Dunder attribute names that may be read (everything else ``__x__`` is refused).
 SAFE_DUNDER_ATTRS: frozenset[str] = frozenset(

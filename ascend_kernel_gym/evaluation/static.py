@@ -173,6 +173,8 @@ class _Checker(ast.NodeVisitor):
         self._own_attributes: set[str] = set()
         #: the candidate's class names (never rebound)
         self._class_names: set[str] = set()
+        #: how many times each name is bound anywhere (assignments, imports, defs, parameters ...)
+        self._bindings: dict[str, int] = {}
 
     # --- helpers ---------------------------------------------------------------------------
     def fail(self, node: ast.AST | None, message: str, kind: ErrorType = ErrorType.FORBIDDEN) -> None:
@@ -242,11 +244,23 @@ class _Checker(ast.NodeVisitor):
     # --- pre-pass: aliases --------------------------------------------------------------------
     def collect_aliases(self) -> None:
         rebound: set[str] = set()  # names bound other than by their def / class statement
+        bindings = self._bindings
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 rebound.add(node.id)
+                bindings[node.id] = bindings.get(node.id, 0) + 1
             elif isinstance(node, ast.arg):
                 rebound.add(node.arg)
+                bindings[node.arg] = bindings.get(node.arg, 0) + 1
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    bound = alias.asname or alias.name.split(".")[0]
+                    bindings[bound] = bindings.get(bound, 0) + 1
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                for name in node.names:
+                    bindings[name] = bindings.get(name, 0) + 2  # bound from inside a function
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bindings[node.name] = bindings.get(node.name, 0) + 1
             if isinstance(node, ast.ClassDef):
                 self._class_names.add(node.name)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -352,7 +366,7 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Name(self, node: ast.Name) -> None:
         is_dunder = node.id.startswith("__") and node.id.endswith("__")
-        if is_dunder and isinstance(node.ctx, (ast.Store, ast.Del)) and node.id != "__all__":
+        if is_dunder and isinstance(node.ctx, (ast.Store, ast.Del)) and node.id not in policy.ASSIGNABLE_DUNDER_NAMES:
             self.fail(node, f"assigning to `{node.id}` is forbidden")
             return
         if is_dunder and node.id not in policy.SAFE_DUNDER_NAMES:
@@ -376,6 +390,16 @@ class _Checker(ast.NodeVisitor):
                 )
             else:
                 self.report.escaping.add(path)
+
+    def _sole_module_alias(self, assign: ast.Assign) -> bool:
+        """A module-level ``name = path`` whose name is bound nowhere else (no other assignment,
+        import, def, parameter, loop or ``global``): the checker's alias is then the only value."""
+        return (
+            isinstance(getattr(assign, "_akg_parent", None), ast.Module)
+            and len(assign.targets) == 1
+            and isinstance(assign.targets[0], ast.Name)
+            and self._bindings.get(assign.targets[0].id, 0) == 1
+        )
 
     def _own_private(self, node: ast.Attribute) -> bool:
         """``self._x`` / ``cls._x`` inside a method (the first parameter of a function defined in a
@@ -412,7 +436,9 @@ class _Checker(ast.NodeVisitor):
             return False
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node in parent.decorator_list:
             return False
-        return True  # an assignment too: ``C = typing.collections`` hands the module around
+        if isinstance(parent, ast.Assign) and parent.value is node and self._sole_module_alias(parent):
+            return False  # ``tlm = tl.math`` at module level, bound nowhere else: an import alias
+        return True  # other assignments too: ``C = typing.collections`` rebound where it is never run
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
@@ -441,8 +467,9 @@ class _Checker(ast.NodeVisitor):
             elif path is None and _is_private(attr) and not self._own_private(node):
                 self.fail(
                     node,
-                    f"attribute `.{attr}` is forbidden: names starting with `_` are private APIs (only "
-                    "`self._name` / `cls._name` on your own classes may be used)",
+                    f"attribute `.{attr}` is forbidden: names starting with `_` are private APIs (allowed only on "
+                    "your own classes and instances, for names your code defines: `self._x` in a method, `cls._x`, "
+                    "`ModelNew._x`)",
                 )
             elif attr in policy.FORBIDDEN_KERNEL_ATTRS:
                 self.fail(
@@ -484,7 +511,7 @@ class _Checker(ast.NodeVisitor):
                     self.fail(node, f"`{name}(..., {attr!r})` is forbidden (dunder access)")
                 elif attr in policy.FORBIDDEN_ATTRS:
                     self.fail(node, f"`{name}(..., {attr!r})` is forbidden: {policy.FORBIDDEN_ATTRS[attr]}")
-                elif attr in policy.FORBIDDEN_ATTR_NAMES:
+                elif attr in policy.FORBIDDEN_ATTR_NAMES or attr in policy.FORBIDDEN_KERNEL_ATTRS:
                     self.fail(
                         node, f"`{name}(..., {attr!r})` is forbidden (a forbidden module or interpreter internals)"
                     )
@@ -575,7 +602,7 @@ class _Checker(ast.NodeVisitor):
         for default in [*node.args.defaults, *node.args.kw_defaults]:
             if default is not None:
                 self.visit(default)
-        is_triton = is_kernel or self.is_triton_function(node)  # constexpr functions: kernel rules too
+        is_triton = is_kernel
         in_class = isinstance(getattr(node, "_akg_parent", None), ast.ClassDef)
         params = [*node.args.posonlyargs, *node.args.args]
         self._method_self.append(params[0].arg if in_class and params else "")

@@ -1,0 +1,34 @@
+# ruff: noqa
+# expected: none
+# Legitimate style (false-positive sweep): an LLM-style `if __name__ == "__main__":` self-test block (torch.manual_seed, torch.testing.assert_close) that never runs under the harness
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+        return y
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    x = torch.randn(16, 1000)
+    torch.testing.assert_close(ModelNew()(x), torch.relu(x))
+    print("ok")
