@@ -39,18 +39,32 @@ from ascend_kernel_gym.evaluation.policy import (
 from ascend_kernel_gym.evaluation.result import ErrorType, LaunchRecord
 
 MAX_LAUNCH_RECORDS = 64
+#: Tensor methods that run a Python function per element, outside the dispatcher
+PYTHON_MAP_METHODS = ("map_", "map2_", "apply_")
 #: the operator name under which printing a tensor is recorded
 PRINT_OP = "print (tensor values read into Python text)"
 
 
+_PLAIN = (bool, int, float, str)
+
+
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, (bool, int, float, str)) or value is None:
+    """A JSON value for a launch record, without running any code of the value's own (no
+    ``repr``, no attribute lookups that a class of the candidate's could intercept)."""
+    kind = type(value)
+    if kind in _PLAIN or value is None:
         return value
-    if hasattr(value, "value") and isinstance(getattr(value, "value", None), (bool, int, float, str)):
-        return value.value  # tl.constexpr
-    if isinstance(value, torch.dtype):
+    if kind is torch.dtype:
         return str(value).replace("torch.", "")
-    return repr(value)[:80]
+    if str(getattr(kind, "__module__", "")).split(".")[0] == "triton":
+        try:
+            state = object.__getattribute__(value, "__dict__")
+        except AttributeError:
+            state = {}
+        for field in ("value", "name"):  # tl.constexpr(v), tl.dtype
+            if type(state.get(field)) in _PLAIN:
+                return state[field]
+    return f"<{kind.__name__}>"
 
 
 #: modules whose functions may run while the autotuner benchmarks (recording suspended)
@@ -77,8 +91,10 @@ def _refuse_foreign_hooks(autotuner: Any, config: Any) -> None:
 
 
 def _refuse_imitations(values: list[Any]) -> None:
-    """Kernel arguments that imitate tensors would run their own code while the interpreter copies
-    arguments with recording suspended: only real tensors, plain tuples and plain values pass."""
+    """Kernel arguments of the candidate's own making would run their own code where Triton or the
+    harness handles arguments (copies with recording suspended, specialisation keys, launch
+    records): only tensors, plain values and tuples, plain namedtuples and library objects
+    (``tl.constexpr``, dtypes, functions) pass."""
     for value in values:
         kind = type(value)
         if issubclass(kind, torch.Tensor) or value is None or kind in (bool, int, float, str):
@@ -89,15 +105,13 @@ def _refuse_imitations(values: list[Any]) -> None:
         if str(getattr(kind, "__module__", "")).startswith("triton.tools.tensor_descriptor"):
             _refuse_imitations([vars(value).get("base")])  # a host-side descriptor holds a tensor
             continue
-        trusted = str(getattr(kind, "__module__", "")).split(".")[0] in ("triton", "torch", "builtins")
-        imitates = inspect.getattr_static(value, "data_ptr", _MISSING) is not _MISSING or any(
-            "__getattr__" in vars(c) for c in kind.__mro__
-        )
-        if not trusted and (imitates or issubclass(kind, tuple)):
+        if str(getattr(kind, "__module__", "")).split(".")[0] not in ("triton", "torch", "builtins"):
+            imitates = inspect.getattr_static(value, "data_ptr", _MISSING) is not _MISSING
+            what = "is not a tensor but acts like one" if imitates else "is of a type of your own"
             raise StageError(
                 ErrorType.FORBIDDEN,
-                f"a kernel argument is a `{kind.__name__}` object that is not a tensor but acts like one (or a tuple "
-                "subclass); pass torch tensors, plain tuples and plain Python values to kernels",
+                f"a kernel argument is a `{kind.__name__}` object that {what}; pass torch tensors, numbers, "
+                "strings, None, plain tuples or namedtuples, triton.language dtypes and @triton.jit functions",
             )
 
 
@@ -200,6 +214,7 @@ class Recorder:
                 Autotuner._bench = self._benchmarking(Autotuner._bench)
             self._record_heuristics(Heuristics)
         self._record_printing()
+        self._record_python_maps()
         try:
             from triton.compiler.compiler import CompiledKernel
         except ImportError:  # pragma: no cover
@@ -254,6 +269,22 @@ class Recorder:
 
         heuristics_cls.__init__ = init
 
+    def _record_python_maps(self) -> None:
+        """``Tensor.map_`` / ``map2_`` / ``apply_`` call a Python function per element without the
+        dispatcher: counted as an operator (the static stage refuses the spellings it sees)."""
+        recorder = self
+        for name in PYTHON_MAP_METHODS:
+            original = getattr(torch.Tensor, name, None)
+            if original is None:
+                continue
+
+            def mapped(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+                recorder.record_op(f"Tensor.{_name} (a Python function per element)")
+                return _original(*args, **kwargs)
+
+            functools.update_wrapper(mapped, original)
+            setattr(torch.Tensor, name, mapped)
+
     def _record_printing(self) -> None:
         """Printing a tensor (``repr``, ``str``, f-strings) reads its values into Python with the
         dispatch mode switched off: counted as an operator, like ``.item()``."""
@@ -306,9 +337,12 @@ class Recorder:
                 recorder.stream_probe()
             if recorder.recording:
                 _refuse_imitations([*args, *kwargs.values()])
-            if recorder._bench_depth and callable(grid):
-                grid = recorder._recorded_callback(grid)  # the candidate's grid, inside benchmarking
-            if warmup or not recorder.recording or recorder._bench_depth:
+            if recorder.recording and recorder._bench_depth:
+                # A configuration benchmarked by the autotuner: Triton's timing around it stays
+                # unrecorded, the launch itself (grid, compile-time functions, the interpreted
+                # kernel body) is the candidate's code and is recorded, though not counted.
+                return recorder._recorded_callback(original)(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
+            if warmup or not recorder.recording:
                 return original(fn_self, *args, grid=grid, warmup=warmup, **kwargs)
             python_fn = getattr(fn_self, "fn", None)
             own = getattr(python_fn, "__module__", None) == recorder.candidate_module

@@ -160,6 +160,7 @@ class _Checker(ast.NodeVisitor):
         self.report = StaticReport()
         self._seen: set[tuple[int | None, str]] = set()
         self._kernel_depth = 0
+        self._constexpr_depth = 0
         self._forward_depth = 0
         self._defined_names: set[str] = set()
         #: names bound by ``import x`` / ``import x.y as z``: certainly modules
@@ -379,8 +380,12 @@ class _Checker(ast.NodeVisitor):
                 self.fail(node, f"`{name}` is forbidden: {policy.FORBIDDEN_BUILTINS[name]}")
             elif name in policy.ATTR_BUILTINS and not getattr(node, "_akg_called", False):
                 self.fail(node, f"`{name}` may only be called directly with a literal attribute name")
-        if self._kernel_depth and path and path.split(".")[0] == "torch":
-            self.fail(node, "PyTorch is used inside a @triton.jit kernel; kernels may use only triton.language")
+        if (self._kernel_depth or self._constexpr_depth) and path and path.split(".")[0] == "torch":
+            self.fail(
+                node,
+                "PyTorch is used inside a @triton.jit kernel or a @triton.constexpr_function; they may use only "
+                "triton.language and plain Python values",
+            )
         if path and not path.startswith("builtins.") and isinstance(node.ctx, ast.Load) and self._escapes_to(node):
             if node.id in self._module_names:
                 self.fail(
@@ -603,13 +608,16 @@ class _Checker(ast.NodeVisitor):
             if default is not None:
                 self.visit(default)
         is_triton = is_kernel
+        is_constexpr_fn = not is_kernel and self.is_triton_function(node)
         in_class = isinstance(getattr(node, "_akg_parent", None), ast.ClassDef)
         params = [*node.args.posonlyargs, *node.args.args]
         self._method_self.append(params[0].arg if in_class and params else "")
         self._kernel_depth += int(is_triton)
+        self._constexpr_depth += int(is_constexpr_fn)
         self._forward_depth += int(is_forward)
         for stmt in node.body:
             self.visit(stmt)
+        self._constexpr_depth -= int(is_constexpr_fn)
         self._kernel_depth -= int(is_triton)
         self._forward_depth -= int(is_forward)
         self._method_self.pop()

@@ -70,7 +70,7 @@ def test_kernel_arguments_that_imitate_tensors_are_refused() -> None:
     plain = [torch.zeros(2), torch.nn.Parameter(torch.zeros(2)), 3, 2.5, True, None, "relu", (1, (torch.ones(1),))]
     _refuse_imitations(plain)
     for bad in (Trojan(), Lazy(), Shaped((1, 2)), (1, Trojan())):
-        with pytest.raises(StageError, match="acts like one"):
+        with pytest.raises(StageError, match=r"acts like one|of a type of your own"):
             _refuse_imitations([torch.zeros(1), bad])
     assert ran == []  # refused without running any of the object's own code
 
@@ -95,3 +95,35 @@ def test_autotune_hooks_other_than_tritons_are_refused() -> None:
             _refuse_foreign_hooks(types.SimpleNamespace(**{**vars(tuner), name: candidate_hook}), None)
     with pytest.raises(StageError, match="autotune"):
         _refuse_foreign_hooks(tuner, types.SimpleNamespace(pre_hook=candidate_hook))
+
+
+def test_python_per_element_maps_are_recorded(monkeypatch) -> None:
+    from ascend_kernel_gym.evaluation.recorder import PYTHON_MAP_METHODS
+
+    for name in PYTHON_MAP_METHODS:  # restored after the test: the patch is process-wide
+        monkeypatch.setattr(torch.Tensor, name, getattr(torch.Tensor, name))
+    recorder = Recorder("akg_candidate")
+    recorder._record_python_maps()
+    x = torch.randn(8)
+    out, stats = _recorded(recorder, lambda: torch.zeros(8).map_(x, lambda o, v: max(v, 0.0)))
+    assert torch.equal(out, x.clamp(min=0))
+    assert any("map_" in op for op in stats.ops)
+
+
+def test_launch_records_never_run_code_of_the_values() -> None:
+    from ascend_kernel_gym.evaluation.recorder import _jsonable
+
+    ran = []
+
+    class Loud:
+        def __repr__(self):
+            ran.append("repr")
+            return "loud"
+
+        @property
+        def value(self):
+            ran.append("value")
+            return 1
+
+    assert _jsonable(Loud()) == "<Loud>" and ran == []
+    assert _jsonable(3) == 3 and _jsonable(torch.float16) == "float16"

@@ -36,8 +36,11 @@ HEADER_RE = re.compile(r"#\s*(expected|task|timeout|canary|max_output_tail|no_pa
 
 #: Cases the evaluator gets wrong today, keyed by file stem; the reason names the finding.
 KNOWN_FAILURES: dict[str, str] = {
-    # All findings of the first red-team round are fixed; add new ones here as
-    # "stem": "finding N: what goes wrong", with a file in redteam/.
+    "transpose_after_kernel_memcpy": (
+        "round 4: a kernel copies the input as it is and PyTorch rearranges the kernel's output "
+        "(buf.transpose(1, 2).contiguous()); memory a kernel wrote is untainted, and refusing every "
+        "permuting copy of kernel output would refuse honest attention kernels that reshape their result"
+    ),
 }
 
 
