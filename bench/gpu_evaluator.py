@@ -140,8 +140,11 @@ def bench_solutions(ev: Evaluator, tasks: list[Any], repeats: int, profile: str 
             "wall_s": [r.stage_durations.get("total", 0.0) for r in mine],
             # how long each evaluation waited for the worker's other children before timing
             "quiet_wait_s": [r.timing.get("quiet_wait_s") for r in mine if r.timing],
-            "ref_ms_by_placement": [r.timing.get("ref_ms_by_placement") for r in mine if r.timing],
-            "kernel_ms_by_placement": [r.timing.get("kernel_ms_by_placement") for r in mine if r.timing],
+            # the median and quartiles of each evaluation's timed calls (its time is their trimmed mean)
+            "ref_ms_quartiles": [_quartiles(r.timing, "ref") for r in mine if r.timing],
+            "kernel_ms_quartiles": [_quartiles(r.timing, "kernel") for r in mine if r.timing],
+            "ref_ms_samples": [r.timing.get("ref_ms_samples") for r in mine if r.timing],
+            "kernel_ms_samples": [r.timing.get("kernel_ms_samples") for r in mine if r.timing],
             "warnings": sorted({w for r in mine for w in r.warnings if "implausible" in w or "floor" in w}),
         }
         if speedups:
@@ -150,6 +153,10 @@ def bench_solutions(ev: Evaluator, tasks: list[Any], repeats: int, profile: str 
             row["speedup_spread_pct"] = 100.0 * (max(speedups) - min(speedups)) / med if med else None
         rows.append(row)
     return rows
+
+
+def _quartiles(timing: dict[str, Any], which: str) -> list[float | None]:
+    return [timing.get(f"{which}_ms_{q}") for q in ("p25", "median", "p75")]
 
 
 # --- part 2: warm pool vs fresh process -------------------------------------------------------------

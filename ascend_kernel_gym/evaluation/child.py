@@ -15,7 +15,6 @@ import contextlib
 import copy
 import gc
 import json
-import math
 import os
 import random
 import resource
@@ -34,6 +33,7 @@ from typing import Any, NoReturn
 import torch
 
 from ascend_kernel_gym.evaluation import correctness as cx
+from ascend_kernel_gym.evaluation import placement
 from ascend_kernel_gym.evaluation.errors import StageError, classify_exception, describe_exception
 from ascend_kernel_gym.evaluation.feedback import scrub_text
 from ascend_kernel_gym.evaluation.guard import SandboxGuard
@@ -1250,79 +1250,9 @@ def _run_ascend_hooks(
 # --- profiling ----------------------------------------------------------------------------------
 
 
-class BufferRotation:
-    """Input buffers of one model in the timing stage, so that its calls use several allocations.
-
-    ``prepare(k, slot)`` copies input set ``k`` into buffer set ``slot`` (outside the timed
-    window) and returns the call. Each slot's last output is kept until that slot's next call,
-    so outputs cycle through ``slots + 1`` allocations as well: no single allocation's place in
-    device memory decides the result. With ``rng``, every device tensor of a slot starts at a
-    random offset into an allocation of its own (``correctness.clone_placed``), so the slots
-    sample placements that consecutive allocations would not. The timing protocol pairs round
-    ``r`` with set ``r mod 3`` and slot ``r mod slots``; with ``slots`` coprime to the number
-    of sets every buffer holds every set in turn, so a candidate that caches results by input
-    address still returns stale data.
-    """
-
-    def __init__(self, model: Any, sets: list[list[Any]], slots: int = 2, rng: random.Random | None = None) -> None:
-        if slots < 1 or math.gcd(slots, len(sets)) != 1:
-            raise ValueError(f"{slots} buffer slots and {len(sets)} input sets must be coprime")
-        self.model = model
-        self.sets = sets
-        self.buffers = [
-            [
-                cx.clone_placed(x, cx.placement_offset(x, rng) if rng is not None else 0)
-                if isinstance(x, torch.Tensor)
-                else cx.clone_inputs([x])[0]  # tensors nested in a list input get buffers of their own
-                for x in sets[0]
-            ]
-            for _ in range(slots)
-        ]
-        self.outputs: list[Any] = [None] * slots
-
-    def load(self, k: int, slot: int = 0) -> list[Any]:
-        """Copy input set ``k`` into buffer set ``slot`` and return those buffers."""
-        buffers = self.buffers[slot]
-        cx.copy_into(buffers, self.sets[k])
-        return buffers
-
-    def prepare(self, k: int, slot: int = 0) -> Callable[[], Any]:
-        buffers = self.load(k, slot)
-
-        def call() -> Any:
-            out = self.model(*buffers)
-            self.outputs[slot] = out  # the slot's previous output is freed only now
-            return out
-
-        return call
-
-
-#: buffer placements per model in the timing stage, when device memory allows (coprime with 3 sets)
-MAX_TIMING_SLOTS = 8
-#: share of the device's free memory the placements of both models may take
-TIMING_SLOTS_MEMORY_SHARE = 0.25
-
-
-def timing_slots(sets: list[list[Any]], outputs: Any, device: torch.device) -> int:
-    """How many buffer placements per model fit (8, 4, 2 or 1); each holds one input set and one output."""
-    from ascend_kernel_gym.evaluation.profiling import min_bytes
-
-    padding = sum(
-        min(cx.PLACEMENT_SPAN, x.numel() * x.element_size()) for x in sets[0] if isinstance(x, torch.Tensor)
-    )  # the most that placement offsets add (``correctness.clone_placed``)
-    per_slot = min_bytes(sets[0], outputs) + padding
-    module = getattr(torch, device.type, None) if device.type != "cpu" else None
-    mem_get_info = getattr(module, "mem_get_info", None)
-    if mem_get_info is None or per_slot == 0:
-        return MAX_TIMING_SLOTS
-    try:
-        free = int(mem_get_info()[0])
-    except Exception:  # noqa: BLE001  (no memory query on this device: keep the default)
-        return MAX_TIMING_SLOTS
-    for slots in (MAX_TIMING_SLOTS, 4, 2):
-        if 2 * slots * per_slot <= TIMING_SLOTS_MEMORY_SHARE * free:
-            return slots
-    return 1
+#: share of the device's free memory the timing stage's arenas, kept outputs and spacers of both
+#: models may take
+TIMING_MEMORY_SHARE = 0.25
 
 
 def _run_profiling(
@@ -1336,12 +1266,13 @@ def _run_profiling(
     sets = [cx.make_inputs(task_module, rng.getrandbits(62), "task", device) for _ in range(num_sets)]
     ref_outs = [cx.detach_copy(_run_reference(state, reference, cx.clone_inputs(s))) for s in sets]
     ref_slacks = [_precision_slack(state, reference, s, out) for s, out in zip(sets, ref_outs, strict=True)]
-    slots = timing_slots(sets, ref_outs[0], device)
-    cand_slots = BufferRotation(candidate, sets, slots, rng)
-    ref_slots = BufferRotation(reference, sets, slots, rng)
+    ring, slack = placement.timing_memory(sets, ref_outs[0], device, TIMING_MEMORY_SHARE)
+    arenas = {
+        name: placement.InputArena(model, sets, rng, slack=slack, output_ring=ring)
+        for name, model in (("candidate", candidate), ("reference", reference))
+    }
 
-    def audit(k: int) -> None:
-        out = _call_candidate(state, candidate, cand_slots.load(k), False).output
+    def check_output(out: Any, k: int) -> None:
         if not cx.outputs_close(out, ref_outs[k], atol, rtol, ref_slacks[k]):
             raise StageError(
                 ErrorType.VALUE_MISMATCH,
@@ -1349,22 +1280,33 @@ def _run_profiling(
                 "started); compute the output from the inputs on every call",
             )
 
-    side_streams = _watch_side_streams(state, device)
-    quiet_wait_s = state.link.wait_quiet() if state.link is not None else None
+    def audit(k: int) -> None:
+        check_output(_call_candidate(state, candidate, arenas["candidate"].load(k), False).output, k)
+
+    def after_candidate(k: int) -> None:
+        if state.snapshot is not None:
+            _check_snapshot(state.snapshot)
+        try:
+            out = cx.plain_output(arenas["candidate"].last_output)  # no code of the candidate runs
+        except cx.OutputCheckError as problem:
+            raise StageError(ErrorType.WRONG_OUTPUT_TYPE, f"during timing: {problem}") from None
+        check_output(out, k)
+
     try:
+        side_streams = _watch_side_streams(state, device)
+        quiet_wait_s = state.link.wait_quiet() if state.link is not None else None
         with torch.no_grad():
             timing = profiling.time_side_by_side(
-                cand_slots.prepare,
-                ref_slots.prepare,
+                arenas["candidate"].prepare,
+                arenas["reference"].prepare,
                 audit,
                 device_type=device.type,
                 num_sets=num_sets,
-                placements=slots,
                 reps=job.profile_reps,
                 warmup=job.profile_warmup,
                 rng=rng,
                 flush_bytes=profiling.FLUSH_BYTES if device.type != "cpu" else 1 << 20,
-                after_candidate=lambda: _check_snapshot(state.snapshot) if state.snapshot is not None else None,
+                after_candidate=after_candidate,
                 side_stream_launches=side_streams,
             )
     except StageError:
@@ -1377,6 +1319,8 @@ def _run_profiling(
     result.kernel_ms = round(timing.kernel_ms, 6)
     result.speedup = round(timing.speedup, 4)
     result.timing = timing.details
+    result.timing["arena_slack_bytes"] = slack
+    result.timing["outputs_kept"] = ring
     if quiet_wait_s is not None:
         result.timing["quiet_wait_s"] = quiet_wait_s
     result.warnings.extend(profiling.plausibility_warnings(timing, sets[0], ref_outs[0], _bandwidth_gbps(job)))

@@ -191,54 +191,6 @@ def _gap_value(dtype: torch.dtype) -> Any:
     return torch.iinfo(dtype).max
 
 
-#: placed copies start a multiple of this many bytes into their allocation: every alignment a
-#: kernel may rely on (Triton specialises pointers on divisibility by 16) is kept
-PLACEMENT_ALIGN = 512
-#: placed copies start at most this far into their allocation
-PLACEMENT_SPAN = 8 << 20
-
-
-def placement_offset(tensor: Any, rng: random.Random) -> int:
-    """A random start offset for a placed copy of ``tensor``: a multiple of ``PLACEMENT_ALIGN``
-    below ``PLACEMENT_SPAN`` and below the tensor's own size (rounded up)."""
-    if not isinstance(tensor, torch.Tensor):
-        return 0
-    nbytes = _TENSOR.numel(tensor) * _TENSOR.element_size(tensor)
-    span = min(PLACEMENT_SPAN, -(-nbytes // PLACEMENT_ALIGN) * PLACEMENT_ALIGN)
-    return rng.randrange(max(1, span // PLACEMENT_ALIGN)) * PLACEMENT_ALIGN
-
-
-def clone_placed(x: Any, offset: int) -> Any:
-    """A copy of ``x`` that starts ``offset`` bytes into an allocation of its own.
-
-    The speed of some kernels depends on where in device memory their input lies (on an H200,
-    PyTorch's strided transpose copy runs up to 5% apart on inputs 512 bytes to a few MB apart),
-    and buffers allocated one after another tend to share that level. Copies placed at random
-    offsets sample it. Anything that cannot be placed (not a dense contiguous device tensor)
-    is cloned as usual.
-    """
-    if not isinstance(x, torch.Tensor):
-        return x
-    placeable = (
-        offset > 0
-        and x.device.type != "meta"
-        and x.layout == torch.strided
-        and not x.requires_grad
-        and _TENSOR.is_contiguous(x)
-        and _TENSOR.numel(x) > 0
-    )
-    if not placeable:
-        return clone_layout(x)
-    nbytes = _TENSOR.numel(x) * _TENSOR.element_size(x)
-    try:
-        raw = torch.empty(offset + nbytes, dtype=torch.uint8, device=x.device)
-        placed = raw[offset : offset + nbytes].view(x.dtype).view(x.shape)
-    except (RuntimeError, TypeError):  # a dtype with no byte view on this backend
-        return _TENSOR.clone(x)
-    _TENSOR.copy_(placed, x)
-    return placed
-
-
 #: Tensor methods are called through the class: a candidate can shadow a method with an instance
 #: attribute on a tensor it returns or receives (``out.detach = ...``), never on the class.
 _TENSOR = torch.Tensor

@@ -3,12 +3,10 @@
 Protocol (one child, after correctness passed):
 
 - ``K`` input sets are drawn up front with their reference outputs; each timed call first copies
-  one set into input buffers (outside the timed window), so a candidate that caches results by
-  input address returns stale data, which the audit calls catch. Round ``r`` uses input set
-  ``r mod K`` in buffer placement ``r mod P``: the child keeps ``P`` input-buffer sets per model,
-  each tensor at a random offset into an allocation of its own, and each placement's last
-  output alive (``child.BufferRotation``), so each model is timed on several memory placements
-  rather than one;
+  one set to a fresh random place in the model's input arena (outside the timed window,
+  ``placement.InputArena``), so every timed call of an evaluation uses inputs at another place
+  in device memory, and the model's own allocations land at varying places behind a spacer of
+  random size. Round ``r`` uses input set ``r mod K``;
 - warm-up calls of both models (at least ``warmup`` each and at least ``WARMUP_S`` seconds),
   then ``reps`` rounds; in each round the candidate and the reference run in a random order;
   before each timed call a 256 MB buffer is overwritten to flush the L2 cache;
@@ -24,17 +22,17 @@ Protocol (one child, after correctness passed):
   measurement restart as ``synchronize(); flush; synchronize(); start.record(); fn();
   synchronize(); end.record()``, so work on side streams counts and cannot overlap the flush;
   the median of an empty call's time in that protocol is subtracted from both models;
-- after the candidate's call in some random rounds the harness checks the library snapshot
-  (untimed), so a patch that would slow the reference down is caught;
+- after the candidate's call in some random rounds the harness checks the library snapshot and
+  compares that call's output with the reference output of its input set (untimed), so a patch
+  that would slow the reference down, or a call that skipped its work, is caught;
 - a few rounds chosen at random are *audit* rounds: the candidate runs untimed with the
   operator / launch recorder on and its output is checked against the reference output of
   that input set, so switching behaviour once timing starts is caught;
-- per model, the median of each placement's times, averaged over the placements;
-  ``speedup = ref_ms / kernel_ms``. On an H200 some kernels run a few percent slower on one
-  buffer address than on another (PyTorch's strided transpose copy differs by up to 3.5%
-  between inputs 512 bytes to 3 MB apart); a median over all samples of a mix of such
-  placements jumps between their levels from one evaluation to the next, while the mean of the
-  placements' medians moves only by the mix.
+- per model, the mean of the timed calls after dropping the fastest and the slowest
+  ``TRIM`` share; ``speedup = ref_ms / kernel_ms``. Each call ran on another placement, and some
+  kernels run a few percent apart on different placements (PyTorch's strided transpose copy by
+  up to 3.5% between inputs 512 bytes to 3 MB apart on an H200): a median of such a mix jumps
+  between the levels with the mix, a mean moves with it smoothly, and the trim drops outliers.
 
 Device events come from ``torch.cuda`` or ``torch.npu`` with the same code. Imports torch.
 """
@@ -59,13 +57,15 @@ MAX_WARMUP_CALLS = 200
 #: launch latency up to this much is hidden, as for a kernel launched behind other work
 CUSHION_MS = 0.4
 MAX_CUSHION_FILLS = 64
+#: share of the fastest and of the slowest timed calls left out of each model's mean
+TRIM = 0.1
 STREAM_MODE = "stream"
 SYNC_MODE = "synchronized"
 METHODS = {
     STREAM_MODE: "{device} events on the calling stream, call queued behind the L2 flush (launch latency up to "
-    "the cushion hidden); interleaved; mean of per-placement medians",
+    "the cushion hidden); interleaved; a fresh input placement per call; 10%-trimmed mean",
     SYNC_MODE: "{device} events around call + device-wide synchronize (side-stream launches seen), "
-    "empty-call overhead subtracted; interleaved; mean of per-placement medians",
+    "empty-call overhead subtracted; interleaved; a fresh input placement per call; 10%-trimmed mean",
 }
 
 
@@ -128,40 +128,36 @@ class _SideStreamLaunchError(Exception):
 
 
 def time_side_by_side(
-    run_candidate: Callable[[int, int], Any],
-    run_reference: Callable[[int, int], Any],
+    run_candidate: Callable[[int], Any],
+    run_reference: Callable[[int], Any],
     audit: Callable[[int], None],
     *,
     device_type: str,
     num_sets: int,
-    placements: int = 1,
     reps: int = 100,
     warmup: int = 3,
     audit_rounds: int = 5,
     rng: random.Random,
     flush_bytes: int = FLUSH_BYTES,
-    after_candidate: Callable[[], None] | None = None,
+    after_candidate: Callable[[int], None] | None = None,
     check_rounds: int = 10,
     side_stream_launches: Callable[[], int] | None = None,
     warmup_s: float = WARMUP_S,
     cushion_target_ms: float = CUSHION_MS,
 ) -> TimingResult:
-    """Time both models; ``run_*(k, p)`` load input set ``k`` into placement ``p`` (untimed).
+    """Time both models; ``run_*(k)`` load input set ``k`` (untimed) and return the call.
 
     ``run_*`` must return a zero-argument callable that performs only the model call, after
-    having copied set ``k`` into the model's input buffers of placement ``p`` (``0 <= p <
-    placements``); ``num_sets`` and ``placements`` must be coprime, so every placement holds
-    every set in turn. ``side_stream_launches()`` counts
+    having copied set ``k`` into the model's input buffers. ``after_candidate(k)`` runs after the
+    candidate's call in the check and audit rounds (untimed). ``side_stream_launches()`` counts
     the kernel launches seen so far on a stream other than the calling one; when it grows (in
     warm-up or in any timed round) the whole measurement is redone in the synchronized mode.
     """
-    if placements < 1 or math.gcd(num_sets, placements) != 1:
-        raise ValueError(f"{placements} placements and {num_sets} input sets must be coprime")
     dev = device_module(device_type)
     flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=device_type)
     count = side_stream_launches or (lambda: 0)
     seen = count()
-    _warm_up(run_candidate, run_reference, dev, num_sets, placements, warmup, warmup_s)
+    _warm_up(run_candidate, run_reference, dev, num_sets, warmup, warmup_s)
     mode = STREAM_MODE if count() == seen else SYNC_MODE
     fills, cushion_ms = _cushion(dev, flush, cushion_target_ms) if device_type != "cpu" else (1, 0.0)
     audit_at = set(rng.sample(range(reps), min(audit_rounds, reps)))
@@ -169,7 +165,7 @@ def time_side_by_side(
 
     def rounds(mode: str, fills: int, watch: tuple[Callable[[], int], int] | None) -> tuple[list[float], list[float]]:
         return _rounds(
-            run_candidate, run_reference, audit, dev, flush, fills, mode, reps, num_sets, placements, rng, audit_at,
+            run_candidate, run_reference, audit, dev, flush, fills, mode, reps, num_sets, rng, audit_at,
             check_at, after_candidate, watch,
         )  # fmt: skip
 
@@ -183,19 +179,19 @@ def time_side_by_side(
         overhead = statistics.median(_timed_call(lambda: None, dev, flush, 1, SYNC_MODE, i) for i in range(21))
         cand_times = [max(t - overhead, 0.0) for t in cand_times]
         ref_times = [max(t - overhead, 0.0) for t in ref_times]
-    kernel_by_placement = _placement_medians(cand_times, placements)
-    ref_by_placement = _placement_medians(ref_times, placements)
-    kernel_ms = statistics.fmean(kernel_by_placement)
-    ref_ms = statistics.fmean(ref_by_placement)
+    kernel_ms = trimmed_mean(cand_times, TRIM)
+    ref_ms = trimmed_mean(ref_times, TRIM)
     speedup = ref_ms / kernel_ms if kernel_ms > 0 else float("inf")
     details = {
         "reps": reps,
         "warmup": warmup,
         "audit_rounds": len(audit_at),
         "input_sets": num_sets,
-        "placements": placements,
-        "kernel_ms_by_placement": kernel_by_placement,
-        "ref_ms_by_placement": ref_by_placement,
+        "kernel_ms_median": statistics.median(cand_times),
+        "ref_ms_median": statistics.median(ref_times),
+        # every timed call in round order, so other summaries can be computed from one evaluation
+        "kernel_ms_samples": [round(t, 5) for t in cand_times],
+        "ref_ms_samples": [round(t, 5) for t in ref_times],
         "kernel_ms_p25": _quantile(cand_times, 0.25),
         "kernel_ms_p75": _quantile(cand_times, 0.75),
         "ref_ms_p25": _quantile(ref_times, 0.25),
@@ -211,17 +207,20 @@ def time_side_by_side(
     return TimingResult(ref_ms=ref_ms, kernel_ms=kernel_ms, speedup=speedup, details=details)
 
 
-def _placement_medians(times: list[float], placements: int) -> list[float]:
-    """Median of each placement's times; time ``r`` was taken in placement ``r mod placements``."""
-    return [statistics.median(times[p::placements]) for p in range(min(placements, len(times)))]
+def trimmed_mean(values: list[float], trim: float) -> float:
+    """Mean of ``values`` without the lowest and the highest ``trim`` share (at least one value kept)."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    drop = min(int(len(ordered) * trim), (len(ordered) - 1) // 2)
+    return statistics.fmean(ordered[drop : len(ordered) - drop])
 
 
 def _warm_up(
-    run_candidate: Callable[[int, int], Any],
-    run_reference: Callable[[int, int], Any],
+    run_candidate: Callable[[int], Any],
+    run_reference: Callable[[int], Any],
     dev: Any,
     num_sets: int,
-    placements: int,
     warmup: int,
     warmup_s: float,
 ) -> None:
@@ -231,8 +230,8 @@ def _warm_up(
     started = time.perf_counter()
     i = 0
     while i < warmup or (time.perf_counter() - started < warmup_s and i < MAX_WARMUP_CALLS):
-        run_candidate(i % num_sets, i % placements)()
-        run_reference(i % num_sets, i % placements)()
+        run_candidate(i % num_sets)()
+        run_reference(i % num_sets)()
         dev.synchronize()
         i += 1
 
@@ -272,8 +271,8 @@ def _timed_call(call: Callable[[], Any], dev: Any, flush: torch.Tensor, fills: i
 
 
 def _rounds(
-    run_candidate: Callable[[int, int], Any],
-    run_reference: Callable[[int, int], Any],
+    run_candidate: Callable[[int], Any],
+    run_reference: Callable[[int], Any],
     audit: Callable[[int], None],
     dev: Any,
     flush: torch.Tensor,
@@ -281,11 +280,10 @@ def _rounds(
     mode: str,
     reps: int,
     num_sets: int,
-    placements: int,
     rng: random.Random,
     audit_at: set[int],
     check_at: set[int],
-    after_candidate: Callable[[], None] | None,
+    after_candidate: Callable[[int], None] | None,
     watch: tuple[Callable[[], int], int] | None,
 ) -> tuple[list[float], list[float]]:
     cand_times: list[float] = []
@@ -295,12 +293,12 @@ def _rounds(
         order = [("cand", run_candidate), ("ref", run_reference)]
         rng.shuffle(order)
         for which, prepare in order:
-            elapsed = _timed_call(prepare(k, rep % placements), dev, flush, fills, mode, rep)
+            elapsed = _timed_call(prepare(k), dev, flush, fills, mode, rep)
             if which == "cand" and watch is not None and watch[0]() != watch[1]:
                 raise _SideStreamLaunchError
             (cand_times if which == "cand" else ref_times).append(elapsed)
             if which == "cand" and after_candidate is not None and (rep in check_at or rep in audit_at):
-                after_candidate()  # untimed: e.g. the library snapshot, before the reference runs
+                after_candidate(k)  # untimed: the library snapshot, the output; before the reference runs
         if rep in audit_at:
             audit(k)
     return cand_times, ref_times

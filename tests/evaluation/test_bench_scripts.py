@@ -88,3 +88,32 @@ def test_transpose_memory_probe_summarises_each_experiment() -> None:
     flush = json.loads((ROOT / "bench" / "results" / "gpu_transpose_memory_probe_h200_flush.json").read_text())
     text = probe.render(flush)
     assert "| 3 | default | flush by reads, 6 buffers | 1.855," in text and "offsets (bytes" not in text
+
+
+def test_timing_estimators_compare_summaries_of_the_same_calls(tmp_path) -> None:
+    bench = _load_script("timing_estimators")
+    steady = [1.0] * 100
+    burst = [1.0] * 80 + [1.5] * 20  # a burst of slow calls at the end of one evaluation
+    row = {"task": "t", "kernel_ms_samples": [steady, burst, steady], "ref_ms_samples": [[2.0] * 100] * 3}
+    spreads = bench.task_spreads(row)
+    assert spreads["median"]["speedup"] == 0.0 and spreads["minimum"]["kernel"] == 0.0
+    assert spreads["mean"]["kernel"] == pytest.approx(10.0)  # mean 1.1 against 1.0
+    assert spreads["trimmed mean (10%, the evaluator's)"]["kernel"] == pytest.approx(100 * 0.1 * 0.5 / 0.8)
+    assert spreads["median of 5 block means"]["kernel"] == 0.0  # the burst spoils one block of five
+    with pytest.raises(ValueError, match="two evaluations"):
+        bench.task_spreads({"task": "t", "kernel_ms_samples": [steady], "ref_ms_samples": [steady]})
+    smi = tmp_path / "smi.csv"
+    smi.write_text(
+        "timestamp, clocks.current.sm [MHz], power.draw [W], clocks_event_reasons.active\n"
+        "t0, 345 MHz, 80.0 W, 0x0000000000000001\n"
+        "t1, 1980 MHz, 300.5 W, 0x0000000000000000\n"
+        "t2, 1710 MHz, 650.0 W, 0x0000000000000004\n"
+        "t3, 1800 MHz, 640.0 W, 0x0000000000000004\n"
+    )
+    summary = bench.smi_summary(smi)
+    assert (summary["busy"], summary["power_capped"], summary["capped_sm_mhz"]) == (3, 2, (1710.0, 1800.0))
+    assert summary["uncapped_sm_mhz"] == [1980.0] and summary["max_power_w"] == 650.0
+    # the committed H200 samples render
+    results = ROOT / "bench" / "results"
+    text = bench.render(json.loads((results / "gpu_evaluator_h200_samples.json").read_text()), "x", None)
+    assert "| core/L1/transpose | 6 | trimmed mean" in text

@@ -8,6 +8,7 @@ that the protocol and its anti-cheating audits are tested without a GPU.
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import subprocess
 import sys
@@ -48,6 +49,9 @@ def test_timing_protocol_runs(evaluator, relu_task, relu_solution) -> None:
     assert result.speedup is not None and abs(result.speedup - result.ref_ms / result.kernel_ms) < 1e-2
     assert result.timing["reps"] == 12 and result.timing["audit_rounds"] == 5 and result.timing["input_sets"] == 3
     assert result.timing["kernel_ms_p25"] <= result.timing["kernel_ms_p75"]
+    samples = result.timing["kernel_ms_samples"]
+    assert len(samples) == len(result.timing["ref_ms_samples"]) == 12
+    assert min(samples) <= result.kernel_ms <= max(samples)
     # Timing started only once the zygote confirmed that no sibling child was starting or ending.
     assert 0 <= result.timing["quiet_wait_s"] < 5
 
@@ -79,19 +83,55 @@ CACHER = """
 REMEMBER = "        self.memo = {**getattr(self, 'memo', {}), key: out}\n        return out\n"
 
 
-def test_audit_catches_cache_by_input_address(evaluator, relu_task, relu_solution) -> None:
+def test_cache_by_input_address_never_hits(evaluator, relu_task, relu_solution) -> None:
+    # Every timed call gets its inputs at a fresh place, so an address cache gains nothing: a hit
+    # on another input set would return stale data, which the checked rounds would catch.
     code = relu_solution.replace("        x = x.contiguous()\n", CACHER + "        x = x.contiguous()\n")
     code = code.replace("        return out\n", REMEMBER)
-    result = _timed(evaluator, relu_task, code)
+    result = _timed(evaluator, relu_task, code, reps=30)
+    assert result.ok, result.error_message
+
+
+LAZY = """
+        self.calls = getattr(self, "calls", 0) + 1
+        if self.calls > 8 and self.calls % 3 == 0:
+            scratch = torch.empty_like(x)
+            relu_kernel[(1,)](x, scratch, 1, BLOCK_SIZE=1024)
+            return self.last
+"""
+
+
+def test_timed_calls_that_skip_their_work_are_caught(evaluator, relu_task, relu_solution) -> None:
+    code = relu_solution.replace("        x = x.contiguous()\n", LAZY + "        x = x.contiguous()\n")
+    code = code.replace("        return out\n", "        self.last = out\n        return out\n")
+    result = _timed(evaluator, relu_task, code, reps=30)
     assert result.error_type == ErrorType.VALUE_MISMATCH, result.error_message
     assert "changed during timing" in result.error_message
+
+
+def test_after_candidate_sees_the_input_set_of_its_round() -> None:
+    loaded: list[int] = []
+    checked: list[int] = []
+
+    def candidate(k: int):
+        loaded.append(k)
+        return lambda: None
+
+    profiling.time_side_by_side(
+        candidate, lambda k: (lambda: None), lambda k: None, device_type="cpu", num_sets=3, reps=12, warmup=1,
+        audit_rounds=3, check_rounds=4, rng=random.Random(5), flush_bytes=1 << 12, after_candidate=checked.append,
+        warmup_s=0.0,
+    )  # fmt: skip
+    timed = loaded[-12:]
+    assert timed == [r % 3 for r in range(12)]
+    assert 4 <= len(checked) <= 7 and all(0 <= k < 3 for k in checked)
 
 
 # --- the timing protocol itself, with the CPU event shim ---------------------------------------------
 
 
 def _sleeper(seconds: float, calls: list[str], name: str):
-    def prepare(k: int, slot: int):
+    def prepare(k: int):
         def call() -> None:
             calls.append(name)
             time.sleep(seconds)
@@ -130,57 +170,35 @@ def test_stream_mode_times_each_model_and_audits() -> None:
     assert 0.3 < timing.speedup < 0.75
 
 
-def test_each_placement_is_summarised_by_its_median_and_the_medians_averaged() -> None:
-    # The candidate is slow in placement 1 only (as some kernels are on one buffer address on an
-    # H200). A median over all samples would land on one level or the other depending on the
-    # mix; the mean of the placements' medians sits between them, the same in every evaluation.
-    slow_slot = 1
+def test_each_model_time_is_a_trimmed_mean_of_its_calls() -> None:
+    # Every timed call runs on another placement; some kernels are a few percent slower on some
+    # placements (as on an H200). The candidate here is slow on every third call: a median would
+    # land on the fast level, the trimmed mean sits between the levels, and a single hiccup is
+    # trimmed away.
+    calls = {"n": 0}
 
-    def candidate(k: int, slot: int):
-        return lambda: time.sleep(0.008 if slot == slow_slot else 0.002)
+    def candidate(k: int):
+        calls["n"] += 1
+        n = calls["n"]
+        return lambda: time.sleep(0.3 if n == 15 else 0.009 if n % 3 == 0 else 0.003)
 
-    def reference(k: int, slot: int):
-        return lambda: time.sleep(0.004)
+    def reference(k: int):
+        return lambda: time.sleep(0.005)
 
     timing = profiling.time_side_by_side(
-        candidate, reference, lambda k: None, device_type="cpu", num_sets=3, placements=2, reps=10, warmup=1,
+        candidate, reference, lambda k: None, device_type="cpu", num_sets=3, reps=30, warmup=1,
         audit_rounds=0, rng=random.Random(0), flush_bytes=1 << 12, warmup_s=0.0,
     )  # fmt: skip
-    fast, slow = timing.details["kernel_ms_by_placement"]
-    assert timing.details["placements"] == 2
-    assert 1.5 <= fast < 4.5 and 7.5 <= slow < 11
-    assert timing.kernel_ms == pytest.approx((fast + slow) / 2)
-    assert 0.7 < timing.speedup < 1.0
-    with pytest.raises(ValueError, match="coprime"):
-        profiling.time_side_by_side(
-            candidate, reference, lambda k: None, device_type="cpu", num_sets=3, placements=3, rng=random.Random(0)
-        )
+    assert 4.0 <= timing.kernel_ms < 7.5  # (2 * 3 + 9) / 3 = 5 ms; the 300 ms call is dropped
+    assert timing.details["kernel_ms_median"] < 4.5
+    assert 0.6 < timing.speedup < 1.3
 
 
-def test_timing_slots_shrink_to_fit_device_memory(monkeypatch) -> None:
-    import torch
-
-    from ascend_kernel_gym.evaluation import child
-
-    sets = [[torch.zeros(1024, dtype=torch.float32)] for _ in range(3)]  # 4 KiB in, 4 KiB out per slot
-    out = torch.zeros(1024)
-    assert child.timing_slots(sets, out, torch.device("cpu")) == child.MAX_TIMING_SLOTS
-
-    class FakeDevice:
-        free = 0
-
-        @classmethod
-        def mem_get_info(cls):
-            return cls.free, 1 << 40
-
-    monkeypatch.setattr(torch, "fakedev", FakeDevice, raising=False)
-    device = type("D", (), {"type": "fakedev"})()
-    per_slot = 12 * 1024  # 4 KiB in, 4 KiB out, up to 4 KiB of placement offset
-    # both models' slots may take a quarter of the free memory: 2 x 8 slots need 64 slots' worth free
-    cases = [(64, 8), (63, 4), (32, 4), (31, 2), (16, 2), (15, 1), (0, 1)]
-    for slots_worth, expected in cases:
-        FakeDevice.free = slots_worth * per_slot
-        assert child.timing_slots(sets, out, device) == expected, slots_worth
+def test_trimmed_mean() -> None:
+    assert profiling.trimmed_mean([*range(9, 0, -1), 1000.0], 0.1) == pytest.approx(5.5)
+    assert profiling.trimmed_mean([5.0], 0.4) == 5.0
+    assert profiling.trimmed_mean([1.0, 9.0], 0.5) == 5.0  # at least one value kept on each side
+    assert math.isnan(profiling.trimmed_mean([], 0.1))
 
 
 def test_side_stream_launch_during_timing_redoes_the_measurement_synchronized() -> None:
@@ -272,51 +290,6 @@ def test_recorder_probes_every_launch_while_a_stream_probe_is_set() -> None:
     out = subprocess.run([sys.executable, "-c", PROBE_SCRIPT], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "probes 1" in out.stdout
-
-
-def test_buffer_rotation_cycles_allocations_and_sets() -> None:
-    import torch
-
-    from ascend_kernel_gym.evaluation.child import BufferRotation
-
-    sets = [[torch.full((1024,), float(k))] for k in range(3)]
-    seen_inputs: list[tuple[int, float]] = []
-
-    def model(x):
-        seen_inputs.append((x.data_ptr(), float(x[0])))
-        return x * 2
-
-    rotation = BufferRotation(model, sets, slots=4)
-    outputs = [rotation.prepare(rep % 3, rep % 4)() for rep in range(12)]
-    assert all(float(out[0]) == 2.0 * (rep % 3) for rep, out in enumerate(outputs))  # each call got its set
-    placements = {ptr for ptr, _ in seen_inputs}
-    assert len(placements) == len(rotation.buffers) == 4 and not placements & {s[0].data_ptr() for s in sets}
-    # Every buffer holds every input set in turn (caching by address returns stale data).
-    assert all({value for ptr, value in seen_inputs if ptr == p} == {0.0, 1.0, 2.0} for p in placements)
-    del outputs
-    # The caller drops each output at once; the rotation keeps the slots' last outputs, so
-    # slots + 1 consecutive calls never write to the same allocation.
-    slots = len(rotation.buffers)
-    out_ptrs = [rotation.prepare(rep % 3, rep % slots)().data_ptr() for rep in range(4 * slots)]
-    assert all(len(set(out_ptrs[i : i + slots + 1])) == slots + 1 for i in range(3 * slots))
-    with pytest.raises(ValueError, match="coprime"):
-        BufferRotation(model, sets, slots=3)
-
-
-def test_buffer_rotation_places_slots_at_random_offsets() -> None:
-    import random
-
-    import torch
-
-    from ascend_kernel_gym.evaluation.child import BufferRotation
-
-    sets = [[torch.full((1 << 16,), float(k)), 7] for k in range(3)]  # 256 KiB: offsets up to 256 KiB
-    rotation = BufferRotation(lambda x, n: x * n, sets, slots=8, rng=random.Random(3))
-    offsets = [b[0].data_ptr() - b[0].untyped_storage().data_ptr() for b in rotation.buffers]
-    assert len(set(offsets)) >= 6 and all(o % 512 == 0 and o < (1 << 18) for o in offsets)
-    assert all(b[1] == 7 for b in rotation.buffers)
-    for rep in range(24):
-        assert float(rotation.prepare(rep % 3, rep % 8)()[-1]) == 7.0 * (rep % 3)
 
 
 def test_timing_reloads_tensors_nested_in_list_inputs(evaluator) -> None:

@@ -1,0 +1,190 @@
+"""Where the timing stage puts each model's inputs in device memory: a fresh random place per call.
+
+The speed of some kernels depends on where their data lies in device memory. On an H200,
+PyTorch's strided transpose copy ran 1.836 to 1.903 ms on inputs 512 B to 3 MB apart in one
+allocation, and the buffers a process allocates one after another tend to share one level, which
+moved from one process to the next. Timing every call on the same few buffers therefore gives a
+speedup that depends on the buffers a child happened to get. :class:`InputArena` gives each
+model one allocation (its inputs plus up to ``MAX_ARENA_SLACK`` bytes of slack) and, before
+every timed call, copies the call's input set to a fresh random place in it (tensors in random
+order, with random gaps, each start a multiple of ``PLACEMENT_ALIGN``), so an evaluation's time
+averages over as many input places as it has timed calls. The last ``output_ring`` outputs are
+kept alive, so consecutive calls never write to one output allocation. Parameters and what a
+model allocates during a call stay where the allocator puts them.
+
+An input address is never reused for another input set, so a model that caches results by input
+address never gets a hit. Inputs that cannot be placed (strided views that are not dense,
+tensors nested in list inputs, non-tensors) keep one private buffer each, reloaded per call.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ascend_kernel_gym.evaluation import correctness as cx
+
+#: placed tensors start a multiple of this many bytes into the arena: every alignment a kernel
+#: may rely on (Triton specialises pointers on divisibility by 16) is kept
+PLACEMENT_ALIGN = 512
+#: the most slack an arena gets beyond its inputs (less when device memory is short)
+MAX_ARENA_SLACK = 2 << 30
+#: slack when the device's free memory cannot be queried (and on the CPU)
+DEFAULT_ARENA_SLACK = 64 << 20
+#: the most outputs a model keeps alive in the timing stage
+MAX_OUTPUT_RING = 8
+
+_TENSOR = torch.Tensor
+
+
+def nbytes(x: torch.Tensor) -> int:
+    return _TENSOR.numel(x) * _TENSOR.element_size(x)
+
+
+def aligned(n: int) -> int:
+    return -(-n // PLACEMENT_ALIGN) * PLACEMENT_ALIGN
+
+
+def placeable(x: Any) -> bool:
+    """Whether input ``x`` can be copied into a byte arena: a dense contiguous tensor of a byte-viewable dtype."""
+    if type(x) is not torch.Tensor or x.requires_grad:
+        return False
+    if x.device.type == "meta" or x.layout != torch.strided or _TENSOR.numel(x) == 0:
+        return False
+    if not _TENSOR.is_contiguous(x):
+        return False
+    try:
+        torch.empty(_TENSOR.element_size(x), dtype=torch.uint8, device="meta").view(x.dtype)
+    except (RuntimeError, TypeError):
+        return False
+    return True
+
+
+def random_layout(sizes: list[int], slack: int, rng: random.Random) -> list[int]:
+    """Start offsets for blocks of ``sizes`` bytes (each a multiple of ``PLACEMENT_ALIGN``) in an
+    arena of ``sum(sizes) + slack`` bytes: blocks in a random order, the slack split into random gaps."""
+    units = slack // PLACEMENT_ALIGN
+    cuts = sorted(rng.randint(0, units) for _ in range(len(sizes)))
+    order = list(range(len(sizes)))
+    rng.shuffle(order)
+    offsets = [0] * len(sizes)
+    used = 0
+    for cut, index in zip(cuts, order, strict=True):
+        offsets[index] = used + cut * PLACEMENT_ALIGN
+        used += sizes[index]
+    return offsets
+
+
+class InputArena:
+    """Input buffers of one model in the timing stage, placed afresh for every call.
+
+    ``prepare(k)`` copies input set ``k`` to a random place in the arena (outside the timed
+    window) and returns the call; the call keeps its output in a ring of the last
+    ``output_ring`` outputs. ``load(k)`` only places and copies the inputs.
+    """
+
+    def __init__(
+        self,
+        model: Callable[..., Any],
+        sets: list[list[Any]],
+        rng: random.Random,
+        *,
+        slack: int = DEFAULT_ARENA_SLACK,
+        output_ring: int = MAX_OUTPUT_RING,
+    ) -> None:
+        if not sets:
+            raise ValueError("at least one input set is needed")
+        if slack < 0 or output_ring < 1:
+            raise ValueError(f"bad arena sizes: slack={slack}, output_ring={output_ring}")
+        self.model = model
+        self.sets = sets
+        self.rng = rng
+        first = sets[0]
+        self.placed = [i for i, x in enumerate(first) if placeable(x)]
+        device = _first_device([first[i] for i in self.placed])
+        self.placed = [i for i in self.placed if first[i].device == device]  # one arena, one device
+        self.sizes = [aligned(nbytes(first[i])) for i in self.placed]
+        self.slack = (slack // PLACEMENT_ALIGN) * PLACEMENT_ALIGN
+        self.arena: torch.Tensor | None = None
+        if self.placed:
+            # zeroed: memory the process freed earlier (the reference outputs of this stage's
+            # input sets among it) must not be readable through an input's storage
+            self.arena = torch.zeros(sum(self.sizes) + self.slack, dtype=torch.uint8, device=device)
+        placed = set(self.placed)
+        # inputs that cannot be placed keep a private buffer each, with the layout of the original
+        self.fixed = [None if i in placed else cx.clone_inputs([x])[0] for i, x in enumerate(first)]
+        self.outputs: deque[Any] = deque(maxlen=output_ring)
+        self.last_offsets: list[int] = []
+
+    def load(self, k: int) -> list[Any]:
+        """Copy input set ``k`` to a fresh random place and return the buffers holding it."""
+        source = self.sets[k]
+        buffers = list(self.fixed)
+        if self.arena is not None:
+            self.last_offsets = random_layout(self.sizes, self.slack, self.rng)
+            for index, offset in zip(self.placed, self.last_offsets, strict=True):
+                x = source[index]
+                view = self.arena[offset : offset + nbytes(x)].view(x.dtype).view(x.shape)
+                _TENSOR.copy_(view, x)
+                buffers[index] = view
+        fixed = [i for i, b in enumerate(self.fixed) if b is not None]
+        cx.copy_into([buffers[i] for i in fixed], [source[i] for i in fixed])
+        return buffers
+
+    def prepare(self, k: int) -> Callable[[], Any]:
+        buffers = self.load(k)
+
+        def call() -> Any:
+            out = self.model(*buffers)
+            self.outputs.append(out)  # the oldest kept output is freed only now
+            return out
+
+        return call
+
+    @property
+    def last_output(self) -> Any:
+        return self.outputs[-1] if self.outputs else None
+
+
+def _first_device(values: list[Any]) -> torch.device | None:
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            return value.device
+    return None
+
+
+def timing_memory(sets: list[list[Any]], outputs: Any, device: torch.device, share: float) -> tuple[int, int]:
+    """``(output_ring, slack)`` for each of the two models' arenas, within ``share`` of free memory.
+
+    Without a memory query (CPU, a device without ``mem_get_info``) the defaults are used.
+    """
+    from ascend_kernel_gym.evaluation.profiling import min_bytes
+
+    inputs = sum(aligned(nbytes(x)) for x in sets[0] if placeable(x))
+    inputs += min_bytes([x for x in sets[0] if not placeable(x)], [])
+    out_bytes = min_bytes([], outputs)
+    free = free_memory(device)
+    if free is None:
+        return MAX_OUTPUT_RING, DEFAULT_ARENA_SLACK
+    per_model = share * free / 2
+    for ring in (MAX_OUTPUT_RING, 4, 2, 1):
+        left = per_model - inputs - ring * out_bytes
+        if left >= 0:
+            return ring, int(min(MAX_ARENA_SLACK, left)) // PLACEMENT_ALIGN * PLACEMENT_ALIGN
+    return 1, 0
+
+
+def free_memory(device: torch.device) -> int | None:
+    """Free bytes on ``device``, or None where that cannot be queried (the CPU, some backends)."""
+    module = getattr(torch, device.type, None) if device.type != "cpu" else None
+    mem_get_info = getattr(module, "mem_get_info", None)
+    if mem_get_info is None:
+        return None
+    try:
+        return int(mem_get_info()[0])
+    except Exception:  # noqa: BLE001  (no memory query on this device)
+        return None
