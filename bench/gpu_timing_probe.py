@@ -14,9 +14,18 @@ device events) so that the numbers are comparable with the evaluator's:
    back-to-back load, then again after ``--cool-s`` seconds idle, with the GPU's temperatures and
    clocks sampled by ``nvidia-smi`` throughout.
 
+4. *perturb* (``--perturb TASKS``, run alone): in each of ``--processes`` fresh processes the
+   models are timed in rounds, and before each round one thing is moved: nothing (control),
+   the parameters (cloned to new allocations behind a spacer of random size), or the memory
+   the model allocates during a call (cached blocks released, a spacer of random size held).
+   A level fixed per process that moves with one of them names its cause; the
+   ``attention_head`` solution's level (28.6-30.5 ms between evaluations, within 0.5% inside one,
+   at a steady SM clock) is what this is for.
+
 Writes ``timing_probe.json`` (every sample) and ``timing_probe.md`` (summary) to ``--out-dir``.
 
     python bench/gpu_timing_probe.py --out-dir $OUT
+    python bench/gpu_timing_probe.py --out-dir $OUT --perturb L3/attention_head --processes 3
 """
 
 from __future__ import annotations
@@ -24,8 +33,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.util
+import itertools
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -149,12 +160,78 @@ def summarise_matrix(rows: list[dict]) -> dict[str, float]:
     }
 
 
+#: what is moved before a round of the perturbation experiment
+PERTURBATIONS = ("none", "parameters", "scratch")
+
+
+def _spacer(rng: random.Random) -> torch.Tensor:
+    return torch.empty(rng.randrange(1, 65) << 20, dtype=torch.uint8, device="cuda")
+
+
+def perturb_rounds(models: dict[str, tuple[torch.nn.Module, Any]], rounds: int, reps: int, seed: int) -> dict:
+    """Per model, ``rounds`` timed cells; before each, one of ``PERTURBATIONS`` in turn."""
+    rng = random.Random(seed)
+    flush = torch.empty(profiling.FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    fills, _ = profiling._cushion(torch.cuda, flush, profiling.CUSHION_MS)
+    kept: list[torch.Tensor] = []  # spacers stay alive, so later allocations land elsewhere
+    out: dict[str, list[dict[str, Any]]] = {}
+    with torch.no_grad():
+        for key, (model, task_mod) in models.items():
+            sets = Placements(model, task_mod, 1)
+            for _ in range(3):
+                sets.call(0)()
+            cells = []
+            for r in range(rounds):
+                kind = PERTURBATIONS[r % len(PERTURBATIONS)]
+                if kind == "parameters":
+                    kept.append(_spacer(rng))
+                    for parameter in model.parameters():
+                        parameter.data = parameter.data.clone()
+                elif kind == "scratch":
+                    torch.cuda.empty_cache()
+                    kept.append(_spacer(rng))
+                sets.call(0)()  # the call after a move allocates afresh outside the timed cell
+                cells.append({"perturb": kind, "ms": timed_median(sets.call(0), flush, fills, reps)})
+            out[key] = cells
+            del sets
+    return out
+
+
+def summarise_perturbation(cells: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean change from the previous cell (% of the median), by what was moved in between.
+
+    A level that persists until something moves shows up as steps after that kind of move only;
+    steps after ``none`` are the noise (and drift) of back-to-back cells.
+    """
+    overall = statistics.median(c["ms"] for c in cells)
+    steps: dict[str, list[float]] = {}
+    for before, cell in itertools.pairwise(cells):
+        steps.setdefault(cell["perturb"], []).append(abs(cell["ms"] - before["ms"]))
+    return {kind: 100 * statistics.fmean(steps[kind]) / overall for kind in PERTURBATIONS if kind in steps}
+
+
 def child_main(args: argparse.Namespace) -> None:
     models: dict[str, Any] = {}
-    for task in args.process_tasks.split(","):
+    tasks = args.perturb or args.process_tasks
+    for task in tasks.split(","):
         models.update({k: v for k, v in build(task).items() if k.endswith(":sol") or args.with_ref})
-    result = placement_matrix(models, args.placements, args.cycles, args.reps)
+    if args.perturb:
+        result = perturb_rounds(models, args.rounds, args.reps, seed=os.getpid())
+    else:
+        result = placement_matrix(models, args.placements, args.cycles, args.reps)
     print("PROBE_JSON " + json.dumps(result), flush=True)
+
+
+def _fresh_processes(args: argparse.Namespace, extra: list[str]) -> list[dict[str, Any]]:
+    found = []
+    for _ in range(args.processes):
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", "--reps", str(args.reps), "--with-ref", *extra],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        line = [x for x in proc.stdout.splitlines() if x.startswith("PROBE_JSON ")]
+        found.append(json.loads(line[0][11:]) if line else {"error": proc.stderr[-2000:]})
+    return found
 
 
 def main() -> None:
@@ -170,6 +247,8 @@ def main() -> None:
     parser.add_argument("--cool-s", type=float, default=10.0)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--with-ref", action="store_true", help="fresh processes time the references too")
+    parser.add_argument("--perturb", default=None, help="run only the perturbation experiment on these tasks")
+    parser.add_argument("--rounds", type=int, default=12, help="timed cells per model in --perturb")
     args = parser.parse_args()
     if args.child:
         child_main(args)
@@ -188,26 +267,11 @@ def main() -> None:
         "args": vars(args),
     }
     try:
-        models: dict[str, Any] = {}
-        for task in args.tasks.split(","):
-            models.update(build(task))
-        print("placement matrix ...", flush=True)
-        report["placement"] = placement_matrix(models, args.placements, args.cycles, args.reps)
-        print("fresh processes ...", flush=True)
-        report["processes"] = []
-        for _ in range(args.processes):
-            proc = subprocess.run(
-                [sys.executable, __file__, "--child", "--process-tasks", args.process_tasks, "--placements",
-                 str(args.placements), "--cycles", "2", "--reps", str(args.reps), "--with-ref"],
-                capture_output=True, text=True, check=False,
-            )  # fmt: skip
-            line = [x for x in proc.stdout.splitlines() if x.startswith("PROBE_JSON ")]
-            report["processes"].append(json.loads(line[0][11:]) if line else {"error": proc.stderr[-2000:]})
-        print("heat ...", flush=True)
-        pair = {k: v for k, v in models.items() if k.startswith("transpose:")}
-        report["heat"] = heat_run(pair, args.heat_s, 1.0)
-        time.sleep(args.cool_s)
-        report["after_cool"] = heat_run(pair, 5.0, 1.0)
+        if args.perturb:
+            print("perturbation rounds in fresh processes ...", flush=True)
+            report["perturb"] = _fresh_processes(args, ["--perturb", args.perturb, "--rounds", str(args.rounds)])
+        else:
+            _probe_all(args, report)
     finally:
         smi.terminate()
         smi_log.close()
@@ -216,10 +280,48 @@ def main() -> None:
     print(render(report))
 
 
+def _probe_all(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    models: dict[str, Any] = {}
+    for task in args.tasks.split(","):
+        models.update(build(task))
+    print("placement matrix ...", flush=True)
+    report["placement"] = placement_matrix(models, args.placements, args.cycles, args.reps)
+    print("fresh processes ...", flush=True)
+    report["processes"] = _fresh_processes(
+        args, ["--process-tasks", args.process_tasks, "--placements", str(args.placements), "--cycles", "2"]
+    )
+    print("heat ...", flush=True)
+    pair = {k: v for k, v in models.items() if k.startswith("transpose:")}
+    report["heat"] = heat_run(pair, args.heat_s, 1.0)
+    time.sleep(args.cool_s)
+    report["after_cool"] = heat_run(pair, 5.0, 1.0)
+
+
+def render_perturbation(processes: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "## Perturbation inside one process: ms of each timed cell, by what moved before it",
+        "",
+        "| process | model | moved before the cell | cells (ms) | mean step from the previous cell |",
+        "|---|---|---|---|---|",
+    ]
+    for i, proc in enumerate(processes):
+        if "error" in proc:
+            lines.append(f"| {i} | failed: {proc['error'][-200:]!r} | | | |")
+            continue
+        for key, cells in proc.items():
+            spreads = summarise_perturbation(cells)
+            for kind, step in spreads.items():
+                values = ", ".join(f"{c['ms']:.4f}" for c in cells if c["perturb"] == kind)
+                lines.append(f"| {i} | {key} | {kind} | {values} | {step:.2f}% |")
+    return lines
+
+
 def render(report: dict[str, Any]) -> str:
     lines = [f"# Timing probe on {report['device']} (torch {report['torch']})", ""]
     if "date" in report:
         lines += [f"- date: {report['date']}", f"- command: `{report['command']}`", ""]
+    if "perturb" in report:
+        return "\n".join(lines + render_perturbation(report["perturb"])) + "\n"
     lines += ["## One process: placements x cycles", "", "| model | median ms | range | between placements | "
               "between cycles |", "|---|---|---|---|---|"]  # fmt: skip
     for key, rows in report["placement"].items():

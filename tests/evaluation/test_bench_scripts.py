@@ -59,6 +59,21 @@ def test_timing_probe_separates_placement_from_drift() -> None:
     assert "| matmul_transposed_b:sol |" in text and "process 2, transpose:ref:" in text
 
 
+def test_timing_probe_names_the_move_that_shifts_a_level() -> None:
+    probe = _load_script("gpu_timing_probe")
+    # the level moves only when the parameters were moved; it stays put after the other moves
+    levels = [("none", 29.0), ("parameters", 30.0), ("scratch", 30.0), ("none", 30.0), ("parameters", 29.0)]
+    cells = [{"perturb": kind, "ms": ms} for kind, ms in [*levels, ("scratch", 29.0)]]
+    spreads = probe.summarise_perturbation(cells)
+    assert spreads == {"none": 0.0, "parameters": pytest.approx(100 / 29.5), "scratch": 0.0}
+    steady = [{"perturb": kind, "ms": 29.0} for kind in probe.PERTURBATIONS]
+    assert set(probe.summarise_perturbation(steady).values()) == {0.0}
+    text = probe.render({"device": "X", "torch": "2", "perturb": [{"a:sol": cells}, {"error": "boom"}]})
+    assert "| 0 | a:sol | parameters | 30.0000, 29.0000 | 3.39% |" in text and "| 0 | a:sol | scratch |" in text
+    assert "failed" in text
+    assert "placements x cycles" not in text
+
+
 def test_gpu_evaluator_notes_show_each_warning_once() -> None:
     bench = _load_script("gpu_evaluator")
     warnings = ["implausible speedup 17.9x (> 10x): check", "implausible speedup 18.0x (> 10x): check", "floor"]
