@@ -716,6 +716,24 @@ def _copy_parameters(reference: Any, candidate: Any) -> None:
     if matching:
         with torch.no_grad():
             torch.nn.Module.load_state_dict(candidate, matching, strict=False)
+    # Buffers registered with persistent=False are not in the state dict; a random one drawn in
+    # the reference's __init__ (a fixed projection, a mask) must reach the candidate as well.
+    for name, value in _non_persistent_buffers(reference).items():
+        target = cx.module_buffer(candidate, name)
+        if target is not None and target.shape == value.shape and target.dtype == value.dtype:
+            with torch.no_grad():
+                torch.Tensor.copy_(target, value)
+
+
+def _non_persistent_buffers(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The reference's buffers registered with ``persistent=False``, by qualified name."""
+    found = {}
+    for prefix, sub in module.named_modules():
+        for name in getattr(sub, "_non_persistent_buffers_set", ()):
+            value = sub._buffers.get(name)
+            if isinstance(value, torch.Tensor):
+                found[f"{prefix}.{name}" if prefix else name] = value
+    return found
 
 
 def _check_snapshot(snapshot: LibrarySnapshot) -> None:

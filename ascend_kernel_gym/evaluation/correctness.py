@@ -282,6 +282,37 @@ def module_tensors(module: Any) -> list[torch.Tensor]:
     return found
 
 
+def module_buffer(module: Any, qualified_name: str) -> torch.Tensor | None:
+    """The buffer at ``qualified_name`` (``"block.mask"``) of ``module``, found through the
+    ``_modules`` / ``_buffers`` tables as :func:`module_tensors` does (no method of the module
+    runs); None when there is no exact tensor there."""
+    *path, leaf = qualified_name.split(".")
+    current = module
+    for name in [*path, None]:
+        if not issubclass(type(current), torch.nn.Module):
+            return None
+        try:
+            attrs = _MODULE_DICT.__get__(current)
+        except (AttributeError, TypeError):
+            return None
+        if not issubclass(type(attrs), dict):
+            return None
+        table = _str_key_get(attrs, "_modules" if name is not None else "_buffers")
+        if not issubclass(type(table), dict):
+            return None
+        current = _str_key_get(table, name if name is not None else leaf)
+    return current if type(current) is torch.Tensor else None
+
+
+def _str_key_get(table: dict[Any, Any], key: str) -> Any:
+    """``table[key]`` compared against exact-string keys only: a key object whose hash collides
+    with ``key`` would otherwise have its ``__eq__`` called."""
+    for k, v in dict.items(table):
+        if type(k) is str and k == key:
+            return v
+    return None
+
+
 class OutputCheckError(Exception):
     """A check on the candidate's output failed; ``kind`` is an ErrorType value."""
 

@@ -429,3 +429,43 @@ def test_copy_into_fills_nested_buffers() -> None:
     cx.copy_into(buffers, source)
     assert buffers[0][0] is first and torch.equal(first, torch.ones(2))  # in place
     assert float(buffers[0][1]) == 2.0 and torch.equal(buffers[1]["k"], source[1]["k"])
+
+
+def test_module_buffer_finds_nested_buffers_without_running_module_code() -> None:
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("mask", torch.ones(3), persistent=False)
+            self.lin = torch.nn.Linear(2, 2)
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.block = Block()
+            self.register_buffer("scale", torch.zeros(2))
+
+    net = Net()
+
+    def tripwire(self, name):
+        raise AssertionError(f"module code ran for {name}")
+
+    Block.__getattr__ = tripwire  # attribute access through the module would run this
+    assert cx.module_buffer(net, "block.mask") is net._modules["block"]._buffers["mask"]
+    assert cx.module_buffer(net, "scale") is net._buffers["scale"]
+    assert cx.module_buffer(net, "block.lin.weight") is None  # a parameter, not a buffer
+    assert cx.module_buffer(net, "missing.mask") is None and cx.module_buffer(net, "block.nothing") is None
+
+    armed = []
+
+    class Sneaky(str):
+        def __eq__(self, other):
+            if armed:
+                raise AssertionError("key code ran")
+            return str.__eq__(self, other)
+
+        __hash__ = str.__hash__
+
+    net._buffers[Sneaky("other")] = torch.ones(1)
+    net._buffers[Sneaky("scale")] = torch.ones(1)  # collides with "scale"; replaces its value
+    armed.append(True)
+    assert cx.module_buffer(net, "other") is None  # keys that are not exact strings never match

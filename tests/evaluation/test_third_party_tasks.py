@@ -7,7 +7,8 @@ functions and classes, Windows line endings, a module docstring as the only desc
 0-dim output, half-precision inputs made with ``.half()``, a list of tensors as one input, int64
 outputs (compared exactly), a strided (non-dense) input slice, a reference that works in place,
 a reference that refuses values outside its domain (binary cross-entropy), ``(out, None)``
-outputs; and tasks no kernel can pass, reported as the task's problem (``harness_error``): a
+outputs, a random buffer registered with ``persistent=False`` (not in the state dict, copied to
+the candidate by name); and tasks no kernel can pass, reported as the task's problem (``harness_error``): a
 reference with dropout in training mode, a reference returning a dict. Each task must load (``akg tasks
 show``), a correct Triton ``ModelNew`` must pass and an incorrect one must fail with the right
 error type (kernels in ``kernels/``, headers ``# task:`` and ``# expected:``).
