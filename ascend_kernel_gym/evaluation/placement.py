@@ -12,9 +12,10 @@ averages over as many input places as it has timed calls. The last ``output_ring
 kept alive, so consecutive calls never write to one output allocation. Parameters and what a
 model allocates during a call stay where the allocator puts them.
 
-An input address is never reused for another input set, so a model that caches results by input
-address never gets a hit. Inputs that cannot be placed (strided views that are not dense,
-tensors nested in list inputs, non-tensors) keep one private buffer each, reloaded per call.
+Places are drawn from millions of 512 B steps (2 GB of slack), so a model that caches results
+by input address almost never gets a hit, and a hit on another input set returns stale data.
+Inputs that cannot be placed (strided views that are not dense, tensors nested in list inputs,
+non-tensors) keep one private buffer each, reloaded per call.
 """
 
 from __future__ import annotations

@@ -7,6 +7,12 @@ Plain data only: importing this module is free.
 
 from __future__ import annotations
 
+#: why seeding is refused, and what to do instead (references often seed in ``__init__``)
+SEEDING_REFUSED = (
+    "seeding the global RNG is not allowed; drop the call: ModelNew receives the reference's parameters and "
+    "buffers after it is built, and the harness seeds every trial itself"
+)
+
 #: Top-level modules a candidate may import. Everything else is refused with a message that
 #: lists this set (an allow-list is harder to slip past than a deny-list).
 ALLOWED_IMPORT_ROOTS: frozenset[str] = frozenset(
@@ -163,14 +169,14 @@ FORBIDDEN_PATHS: dict[str, str] = {
     "torch.multiprocessing": "starting processes is not allowed",
     "torch.distributed": "distributed communication is not allowed",
     "torch.testing": "the correctness checker is not yours to call or change",
-    "torch.manual_seed": "seeding the global RNG is not allowed",
-    "torch.seed": "seeding the global RNG is not allowed",
+    "torch.manual_seed": SEEDING_REFUSED,
+    "torch.seed": SEEDING_REFUSED,
     "torch.initial_seed": "reading the RNG seed is not allowed",
     "torch.random": "touching the global RNG is not allowed",
     "torch.get_rng_state": "touching the global RNG is not allowed",
     "torch.set_rng_state": "touching the global RNG is not allowed",
-    "torch.cuda.manual_seed": "seeding the global RNG is not allowed",
-    "torch.cuda.manual_seed_all": "seeding the global RNG is not allowed",
+    "torch.cuda.manual_seed": SEEDING_REFUSED,
+    "torch.cuda.manual_seed_all": SEEDING_REFUSED,
     "torch.cuda.set_rng_state": "touching the global RNG is not allowed",
     "torch.cuda.get_rng_state": "touching the global RNG is not allowed",
     "torch.set_default_dtype": "changing global PyTorch defaults changes the reference too",

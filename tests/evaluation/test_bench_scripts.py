@@ -41,6 +41,7 @@ def _load_script(name: str):
 
     spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)
     return module
 
@@ -132,3 +133,27 @@ def test_timing_estimators_compare_summaries_of_the_same_calls(tmp_path) -> None
     results = ROOT / "bench" / "results"
     text = bench.render(json.loads((results / "gpu_evaluator_h200_samples.json").read_text()), "x", None)
     assert "| core/L1/transpose | 6 | trimmed mean" in text
+
+
+@pytest.mark.slow
+def test_gpu_redteam_replays_labelled_files_and_flags_mismatches(tmp_path) -> None:
+    bench = _load_script("gpu_redteam")
+    assert bench.labels(ROOT / "tests" / "evaluation" / "redteam" / "legit_autotune.py")["expected"] == "none"
+    cases = bench.load_cases(None)
+    assert len(cases) >= 150 and all(case.expected for case in cases)
+    third_party = [c for c in cases if "third_party" in str(c.path)]
+    assert third_party and all(c.task.id.startswith("file/") for c in third_party)
+    out = tmp_path / "redteam.md"
+    # two files on the interpreter: a legitimate autotuned kernel and a PyTorch fallback
+    assert (
+        bench.main(["--backend", "interpreter", "--only", "legit_autotune", "--workers", "1", "--out", str(out)]) == 0
+    )
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert [r["got"] for r in data["rows"]] == ["none"] and "1 files; 1 got an allowed verdict" in out.read_text()
+    # a verdict outside the label is listed, a passing cheat counted as such
+    case = cases[0]
+    fake = type("R", (), {"error_type": bench.ErrorType.NONE, "correct": True, "error_message": "", "speedup": 1.0})
+    rows = bench.verdicts([case], [fake])
+    assert rows[0]["cheat_passed"] == (bench.ErrorType.NONE not in case.expected) and not rows[0]["ok"]
+    text = bench.render(rows, {**data["meta"], "seconds": 1.0})
+    assert "1 cheats or broken kernels came back correct" in text and case.path.name in text

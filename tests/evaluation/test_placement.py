@@ -52,7 +52,7 @@ def test_every_call_gets_its_own_set_at_a_fresh_place() -> None:
     assert [float(out[-1]) for out in outputs] == [7.0 * (rep % 3) for rep in range(30)]
     assert [(a, b) for _, _, a, b in seen] == [(float(r % 3), 10.0 + r % 3) for r in range(30)]
     places = [(x, y) for x, y, _, _ in seen]
-    assert len(set(places)) == 30  # an address cache never hits
+    assert len(set(places)) == 30  # no place came back: an address cache would not have hit
     for x_ptr, y_ptr in places:
         x_off, y_off = x_ptr - arena.arena.data_ptr(), y_ptr - arena.arena.data_ptr()
         assert x_off % PLACEMENT_ALIGN == 0 and y_off % PLACEMENT_ALIGN == 0

@@ -94,6 +94,8 @@ def test_kernel_decorators_are_recognised(decorator: str, imports: str) -> None:
         ("p = torch.from_file('/tmp/x', True, 4)", "from_file"),
         ("import typing\nh = typing.get_type_hints", "get_type_hints"),
         ("import functools\nd = functools.singledispatch", "singledispatch"),
+        ("torch.manual_seed(42)", "drop the call: ModelNew receives the reference's parameters and buffers"),
+        ("torch.cuda.manual_seed_all(0)", "the harness seeds every trial itself"),
     ],
 )
 def test_forbidden_constructs(snippet: str, needle: str) -> None:
