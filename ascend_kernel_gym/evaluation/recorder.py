@@ -179,6 +179,8 @@ class Recorder:
         self.writes: list[tuple[str, int, bool]] = []
         #: storage pointer -> where its data came from (inputs, Python data) for this forward call
         self.tainted: dict[int, str] = {}
+        #: the bytes of the current forward call's dense inputs (uint8 views of their memory)
+        self.input_bytes: list[torch.Tensor] = []
         #: called before every Triton launch (any module) when set: the profiling stage uses it to
         #: see launches on a stream other than the timing stream
         self.stream_probe: Callable[[], None] | None = None
@@ -417,6 +419,7 @@ class Recorder:
         mode = _OpRecordingMode(self)
         self.writes = []
         self.tainted = {ptr: "an input" for ptr in _storage_ptrs(inputs)}
+        self.input_bytes = [_tensor_bytes(t) for t in _tensors(inputs) if torch.Tensor.is_contiguous(t)]
         self.recording = True
         try:
             with mode:
@@ -427,6 +430,7 @@ class Recorder:
             stats.ops = self.ops - stats.ops_before
             stats.writes = list(self.writes)
             stats.tainted = dict(self.tainted)
+            self.input_bytes = []
 
     def active(self) -> bool:
         return self.recording and not self._suspended
@@ -464,7 +468,10 @@ class Recorder:
         whose source is tainted taints what it produces or writes, and ``torch.tensor(data)``
         (``lift_fresh``) always taints (the data was computed in Python). Memory a kernel writes
         is never tainted, so casting or concatenating kernel results is fine, while an output
-        that holds a PyTorch copy of the inputs is not. Partial fills are remembered in ``writes``.
+        that holds a PyTorch copy of the inputs is not. One exception: a rearranging copy (its
+        source a strided view) of memory that starts with exactly the bytes of an input is tainted, so
+        a kernel that only copies its input cannot hand the task's data movement (a transpose,
+        a permute) to PyTorch. Partial fills are remembered in ``writes``.
         """
         name = op.partition(".")[2]
         if name not in DATA_TORCH_OPS and name not in FILL_TORCH_OPS:
@@ -489,9 +496,30 @@ class Recorder:
                 source_taint = self.tainted[ptr]
                 break
         if source_taint is None:
+            source_taint = self._copied_input(sources)
+        if source_taint is None:
             return
         for ptr in _storage_ptrs(targets):
             self.tainted[ptr] = f"aten.{name} of {source_taint}"
+
+    def _copied_input(self, sources: list[Any]) -> str | None:
+        """Whether a strided-view source starts a run of memory holding exactly an input's bytes."""
+        for tensor in _tensors(sources):
+            if type(tensor) is not torch.Tensor or torch.Tensor.is_contiguous(tensor):
+                continue
+            storage = torch.Tensor.untyped_storage(tensor)
+            start = torch.Tensor.storage_offset(tensor) * torch.Tensor.element_size(tensor)
+            for original in self.input_bytes:
+                size = original.numel()
+                if (
+                    size > 0
+                    and original.device == storage.device
+                    and start + size <= storage.nbytes()
+                    and original.untyped_storage().data_ptr() != storage.data_ptr()
+                    and torch.equal(original, _storage_bytes(storage, start, size))
+                ):
+                    return "an unchanged copy of an input"
+        return None
 
     def disallowed_ops(self) -> list[str]:
         """Operators seen during forward that compute (not allocation, view, metadata or copy)."""
@@ -514,6 +542,17 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     if isinstance(value, (tuple, list)):
         return [t for item in value for t in _tensors(item)]
     return []
+
+
+def _storage_bytes(storage: Any, start: int, size: int) -> torch.Tensor:
+    return torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage, start, (size,))
+
+
+def _tensor_bytes(tensor: torch.Tensor) -> torch.Tensor:
+    """A uint8 view of a contiguous tensor's memory."""
+    start = torch.Tensor.storage_offset(tensor) * torch.Tensor.element_size(tensor)
+    size = torch.Tensor.numel(tensor) * torch.Tensor.element_size(tensor)
+    return _storage_bytes(torch.Tensor.untyped_storage(tensor), start, size)
 
 
 def _storage_ptrs(value: Any) -> set[int]:

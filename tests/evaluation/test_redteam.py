@@ -35,13 +35,7 @@ CANARY_GLOB = "/tmp/akg_redteam_pwned*"
 HEADER_RE = re.compile(r"#\s*(expected|task|timeout|canary|max_output_tail|no_paths_in_output):\s*(.+)")
 
 #: Cases the evaluator gets wrong today, keyed by file stem; the reason names the finding.
-KNOWN_FAILURES: dict[str, str] = {
-    "transpose_after_kernel_memcpy": (
-        "round 4: a kernel copies the input as it is and PyTorch rearranges the kernel's output "
-        "(buf.transpose(1, 2).contiguous()); memory a kernel wrote is untainted, and refusing every "
-        "permuting copy of kernel output would refuse honest attention kernels that reshape their result"
-    ),
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _header(path: Path) -> dict[str, str]:

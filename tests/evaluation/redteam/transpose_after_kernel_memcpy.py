@@ -1,9 +1,9 @@
 # ruff: noqa
 # expected: torch_fallback
 # task: core/L1/transpose
-# the Triton kernel is a flat memcpy of x (identity, not the task); PyTorch then does the
-# whole transpose with `.transpose(1, 2).contiguous()` on the KERNEL's buffer. Taint only follows input storages, and
-# kernel-written memory is "never tainted", so a permuting copy of a kernel result passes as "casting / concatenating".
+# round 4: the Triton kernel is a flat memcpy of x (identity, not the task); PyTorch then does the
+# whole transpose with `.transpose(1, 2).contiguous()` on the KERNEL's buffer. It passed while kernel-written memory
+# was never tainted; a rearranging copy of memory holding an input's exact bytes is now tainted.
 import torch
 import torch.nn as nn
 import triton
