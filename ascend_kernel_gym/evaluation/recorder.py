@@ -468,8 +468,9 @@ class Recorder:
         whose source is tainted taints what it produces or writes, and ``torch.tensor(data)``
         (``lift_fresh``) always taints (the data was computed in Python). Memory a kernel writes
         is never tainted, so casting or concatenating kernel results is fine, while an output
-        that holds a PyTorch copy of the inputs is not. One exception: a rearranging copy (its
-        source a strided view) of memory that starts with exactly the bytes of an input is tainted, so
+        that holds a PyTorch copy of the inputs is not. One exception: a rearranging copy (a
+        strided view as source or target) of memory that starts with exactly the bytes of an input
+        is tainted, so
         a kernel that only copies its input cannot hand the task's data movement (a transpose,
         a permute) to PyTorch. Partial fills are remembered in ``writes``.
         """
@@ -496,16 +497,20 @@ class Recorder:
                 source_taint = self.tainted[ptr]
                 break
         if source_taint is None:
-            source_taint = self._copied_input(sources)
+            source_taint = self._copied_input(sources, targets)
         if source_taint is None:
             return
         for ptr in _storage_ptrs(targets):
             self.tainted[ptr] = f"aten.{name} of {source_taint}"
 
-    def _copied_input(self, sources: list[Any]) -> str | None:
-        """Whether a strided-view source starts a run of memory holding exactly an input's bytes."""
-        for tensor in _tensors(sources):
-            if type(tensor) is not torch.Tensor or torch.Tensor.is_contiguous(tensor):
+    def _copied_input(self, sources: list[Any], targets: Any) -> str | None:
+        """Whether a rearranging copy (a strided view on either side) reads memory that starts with
+        exactly an input's bytes."""
+        tensors = _tensors(sources)
+        if all(type(t) is torch.Tensor and torch.Tensor.is_contiguous(t) for t in [*tensors, *_tensors(targets)]):
+            return None
+        for tensor in tensors:
+            if type(tensor) is not torch.Tensor:
                 continue
             storage = torch.Tensor.untyped_storage(tensor)
             start = torch.Tensor.storage_offset(tensor) * torch.Tensor.element_size(tensor)

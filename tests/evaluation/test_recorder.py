@@ -127,3 +127,35 @@ def test_launch_records_never_run_code_of_the_values() -> None:
 
     assert _jsonable(Loud()) == "<Loud>" and ran == []
     assert _jsonable(3) == 3 and _jsonable(torch.float16) == "float16"
+
+
+def _taint_of_output(recorder: Recorder, inputs: list[torch.Tensor], fn) -> str | None:
+    with recorder.recording_forward(inputs) as stats:
+        out = fn()
+    return stats.tainted.get(out.untyped_storage().data_ptr())
+
+
+def test_rearranging_copies_of_an_unchanged_input_copy_are_tainted() -> None:
+    recorder = Recorder("akg_candidate")
+    x = torch.randn(2, 3, 4, 5)
+    # memory a kernel filled with an exact copy of the input: written outside the recorded
+    # operators, as a Triton store is
+    buf = x.clone()
+    padded = torch.empty(x.numel() + 64)
+    padded[16 : 16 + x.numel()] = x.reshape(-1)
+    inside = padded[16 : 16 + x.numel()].view(x.shape)
+    copied = "aten.clone of an unchanged copy of an input"
+    assert _taint_of_output(recorder, [x], lambda: buf.transpose(1, 2).contiguous()) == copied
+    assert _taint_of_output(recorder, [x], lambda: buf.permute(0, 2, 3, 1).clone()) == copied
+    # a contiguous source copied into a strided layout rearranges too
+    assert _taint_of_output(recorder, [x], lambda: buf.contiguous(memory_format=torch.channels_last)) == copied
+    assert _taint_of_output(recorder, [x], lambda: inside.transpose(1, 2).contiguous()) == copied
+    out = torch.empty(2, 4, 3, 5)
+    assert _taint_of_output(recorder, [x], lambda: out.copy_(buf.transpose(1, 2))) == (
+        "aten.copy_ of an unchanged copy of an input"
+    )
+    # the same copies of a computed result, and a plain clone of an unchanged copy, are not tainted
+    computed = x * 2
+    assert _taint_of_output(recorder, [x], lambda: computed.transpose(1, 2).contiguous()) is None
+    assert _taint_of_output(recorder, [x], lambda: buf.clone()) is None
+    assert recorder.input_bytes == []  # nothing of the call's inputs is kept after it
