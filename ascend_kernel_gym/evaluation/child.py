@@ -40,7 +40,7 @@ from ascend_kernel_gym.evaluation.guard import SandboxGuard
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.livecheck import check_live_paths
 from ascend_kernel_gym.evaluation.policy import FILL_TORCH_OPS
-from ascend_kernel_gym.evaluation.recorder import Recorder
+from ascend_kernel_gym.evaluation.recorder import Recorder, copied_input_piece
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalResult, Stage
 from ascend_kernel_gym.tasks.runtime import instantiate
 from ascend_kernel_gym.tasks.task import AUTO_SMALL_TAG
@@ -844,6 +844,13 @@ def _recorded_call(
                 ErrorType.TORCH_FALLBACK,
                 f"the output holds data PyTorch moved without your kernel ({stats.tainted[ptr]}); the output must be "
                 "written by your Triton kernel (casting or concatenating your kernels' results is fine)",
+            )
+    for tensor in tensors:
+        if not torch.Tensor.is_contiguous(tensor) and copied_input_piece(tensor, stats.input_bytes):
+            raise StageError(
+                ErrorType.TORCH_FALLBACK,
+                "the output is a rearranged view of memory holding an unchanged copy of an input: the kernel only "
+                "copied the data and a view did the task's work; write the result with your Triton kernel",
             )
     for op, ptr, full in stats.writes:
         if ptr not in out_ptrs:

@@ -250,6 +250,8 @@ DATA_TORCH_OPS: frozenset[str] = frozenset(
         "lift_fresh_copy",
     }
 )
+#: Data-carrying operators that place their sources' elements in a new arrangement.
+REARRANGING_TORCH_OPS: frozenset[str] = frozenset({"cat", "stack", "pad", "constant_pad_nd"})
 #: Allowed operators that initialise memory: on an output only over its whole storage.
 FILL_TORCH_OPS: frozenset[str] = frozenset({"fill_", "zero_"})
 #: Operators that return uninitialised memory. During the checked calls of ``forward`` the

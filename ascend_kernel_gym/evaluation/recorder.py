@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import random
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -34,6 +35,7 @@ from ascend_kernel_gym.evaluation.policy import (
     ALLOWED_TORCH_OPS,
     DATA_TORCH_OPS,
     FILL_TORCH_OPS,
+    REARRANGING_TORCH_OPS,
     UNINITIALISED_TORCH_OPS,
 )
 from ascend_kernel_gym.evaluation.result import ErrorType, LaunchRecord
@@ -430,6 +432,7 @@ class Recorder:
             stats.ops = self.ops - stats.ops_before
             stats.writes = list(self.writes)
             stats.tainted = dict(self.tainted)
+            stats.input_bytes = self.input_bytes
             self.input_bytes = []
 
     def active(self) -> bool:
@@ -461,6 +464,12 @@ class Recorder:
         except (RuntimeError, TypeError):  # overlapping strides, exotic dtypes: left as they are
             pass
 
+    def forget(self, out: Any) -> None:
+        """Drop the taint of storages an allocation just returned (new memory, maybe at an old address)."""
+        for tensor in _tensors(out):
+            if tensor.layout == torch.strided:  # sparse and other layouts have no single storage
+                self.tainted.pop(torch.Tensor.untyped_storage(tensor).data_ptr(), None)
+
     def record_write(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
         """Track data PyTorch moves during forward.
 
@@ -468,11 +477,10 @@ class Recorder:
         whose source is tainted taints what it produces or writes, and ``torch.tensor(data)``
         (``lift_fresh``) always taints (the data was computed in Python). Memory a kernel writes
         is never tainted, so casting or concatenating kernel results is fine, while an output
-        that holds a PyTorch copy of the inputs is not. One exception: a rearranging copy (a
-        strided view as source or target) of memory that starts with exactly the bytes of an input
-        is tainted, so
-        a kernel that only copies its input cannot hand the task's data movement (a transpose,
-        a permute) to PyTorch. Partial fills are remembered in ``writes``.
+        that holds a PyTorch copy of the inputs is not. One exception: a copy that rearranges or
+        converts memory holding a verbatim piece of an input (``copied_input_piece``) is tainted,
+        so a kernel that only copies its input cannot hand the task's data movement (a transpose,
+        a permute, a concatenation) to PyTorch. Partial fills are remembered in ``writes``.
         """
         name = op.partition(".")[2]
         if name not in DATA_TORCH_OPS and name not in FILL_TORCH_OPS:
@@ -497,33 +505,29 @@ class Recorder:
                 source_taint = self.tainted[ptr]
                 break
         if source_taint is None:
-            source_taint = self._copied_input(sources, targets)
+            source_taint = self._copied_input(name, sources, targets)
         if source_taint is None:
             return
         for ptr in _storage_ptrs(targets):
             self.tainted[ptr] = f"aten.{name} of {source_taint}"
 
-    def _copied_input(self, sources: list[Any], targets: Any) -> str | None:
-        """Whether a rearranging copy (a strided view on either side) reads memory that starts with
-        exactly an input's bytes."""
-        tensors = _tensors(sources)
-        if all(type(t) is torch.Tensor and torch.Tensor.is_contiguous(t) for t in [*tensors, *_tensors(targets)]):
+    def _copied_input(self, name: str, sources: list[Any], targets: Any) -> str | None:
+        """Whether a copy that rearranges or converts reads memory holding a verbatim piece of an input.
+
+        Rearranging: a strided view on either side, or ``cat`` / ``stack`` / padding; converting:
+        another dtype on the target. A plain contiguous copy of the same dtype is left alone, so
+        an honest kernel whose result happens to equal an input is never refused for a clone.
+        """
+        tensors = [t for t in _tensors(sources) if type(t) is torch.Tensor]
+        outs = _tensors(targets)
+        rearranging = name in REARRANGING_TORCH_OPS or not all(
+            type(t) is torch.Tensor and torch.Tensor.is_contiguous(t) for t in [*tensors, *outs]
+        )
+        converting = any(o.dtype != t.dtype for o in outs for t in tensors)
+        if not (rearranging or converting):
             return None
-        for tensor in tensors:
-            if type(tensor) is not torch.Tensor:
-                continue
-            storage = torch.Tensor.untyped_storage(tensor)
-            start = torch.Tensor.storage_offset(tensor) * torch.Tensor.element_size(tensor)
-            for original in self.input_bytes:
-                size = original.numel()
-                if (
-                    size > 0
-                    and original.device == storage.device
-                    and start + size <= storage.nbytes()
-                    and original.untyped_storage().data_ptr() != storage.data_ptr()
-                    and torch.equal(original, _storage_bytes(storage, start, size))
-                ):
-                    return "an unchanged copy of an input"
+        if any(copied_input_piece(t, self.input_bytes) for t in tensors):
+            return "an unchanged copy of an input"
         return None
 
     def disallowed_ops(self) -> list[str]:
@@ -539,6 +543,8 @@ class _CallStats:
         self.ops: Counter[str] = Counter()
         self.writes: list[tuple[str, int, bool]] = []
         self.tainted: dict[int, str] = {}
+        #: uint8 views of the call's dense inputs (for :func:`copied_input_piece` on the output)
+        self.input_bytes: list[torch.Tensor] = []
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:
@@ -547,6 +553,71 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     if isinstance(value, (tuple, list)):
         return [t for item in value for t in _tensors(item)]
     return []
+
+
+#: factory operators whose result is new memory (besides ``UNINITIALISED_TORCH_OPS``)
+FRESH_MEMORY_TORCH_OPS = frozenset(
+    {"zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "arange"}
+)
+#: the smallest piece of an input :func:`copied_input_piece` looks for (smaller runs match by chance)
+MIN_COPIED_PIECE_BYTES = 256
+#: slices along the first dimension searched when a whole span is not a run of an input
+PIECE_SLICES = 3
+#: picks those slices; the operating system's randomness, unknown to the candidate
+_SLICE_PICKER = random.SystemRandom()
+#: positions tried per input where a piece's first element occurs
+MAX_PIECE_CANDIDATES = 32
+_WORD_TYPES = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def copied_input_piece(tensor: torch.Tensor, input_bytes: list[torch.Tensor], depth: int = 2) -> bool:
+    """Whether the memory ``tensor`` spans holds, byte for byte, a run of one of the inputs.
+
+    ``input_bytes`` are uint8 views of the inputs. The span is the storage region from the
+    tensor's first to its last element; it is searched for in each input at element-aligned
+    positions, starting from the places where its first element occurs, so a kernel's verbatim
+    copy of an input (or of a slice of one, anywhere in a larger buffer) is found in a view that
+    rearranges it. When the whole span is no such run, up to ``PIECE_SLICES`` slices along the
+    first dimension, picked at random, are searched the same way (``depth`` levels down): a
+    buffer holding several copied slices of an input is not one run of it. Spans below
+    ``MIN_COPIED_PIECE_BYTES`` are not searched.
+    """
+    if type(tensor) is not torch.Tensor or torch.Tensor.numel(tensor) == 0:
+        return False
+    if _holds_input_run(tensor, input_bytes):
+        return True
+    if depth <= 0 or tensor.dim() < 2 or tensor.shape[0] < 2:
+        return False
+    picks = _SLICE_PICKER.sample(range(tensor.shape[0]), min(PIECE_SLICES, tensor.shape[0]))
+    return any(copied_input_piece(torch.Tensor.select(tensor, 0, i), input_bytes, depth - 1) for i in picks)
+
+
+def _holds_input_run(tensor: torch.Tensor, input_bytes: list[torch.Tensor]) -> bool:
+    size = torch.Tensor.element_size(tensor)
+    word = _WORD_TYPES.get(size)
+    if word is None:
+        return False
+    last = sum((n - 1) * abs(st) for n, st in zip(tensor.shape, torch.Tensor.stride(tensor), strict=True))
+    span = (last + 1) * size
+    if span < MIN_COPIED_PIECE_BYTES or any(st < 0 for st in torch.Tensor.stride(tensor)):
+        return False
+    storage = torch.Tensor.untyped_storage(tensor)
+    start = torch.Tensor.storage_offset(tensor) * size
+    piece = _storage_bytes(storage, start, span).view(word)
+    for original in input_bytes:
+        if original.device != storage.device or original.numel() < span:
+            continue
+        if original.untyped_storage().data_ptr() == storage.data_ptr():
+            continue  # a view of the input itself: tainted as the input already
+        try:
+            whole = original[: original.numel() // size * size].view(word)
+        except RuntimeError:  # the input's start is not aligned to this element size
+            continue
+        hits = torch.nonzero(whole == piece[0]).flatten()[:MAX_PIECE_CANDIDATES].tolist()
+        for at in hits:
+            if at + piece.numel() <= whole.numel() and torch.equal(whole[at : at + piece.numel()], piece):
+                return True
+    return False
 
 
 def _storage_bytes(storage: Any, start: int, size: int) -> torch.Tensor:
@@ -584,6 +655,8 @@ class _OpRecordingMode(TorchDispatchMode):
             op = f"{namespace}.{name}"
             self._recorder.record_op(op)
             if namespace == "aten":
+                if name in UNINITIALISED_TORCH_OPS or name in FRESH_MEMORY_TORCH_OPS:
+                    self._recorder.forget(out)  # the allocator may hand back a tainted address
                 if name in UNINITIALISED_TORCH_OPS:
                     self._recorder.poison(out)
                 self._recorder.record_write(op, args, kwargs, out)

@@ -159,3 +159,25 @@ def test_rearranging_copies_of_an_unchanged_input_copy_are_tainted() -> None:
     assert _taint_of_output(recorder, [x], lambda: computed.transpose(1, 2).contiguous()) is None
     assert _taint_of_output(recorder, [x], lambda: buf.clone()) is None
     assert recorder.input_bytes == []  # nothing of the call's inputs is kept after it
+
+
+def test_copied_input_pieces_are_found_in_slices_and_other_buffers() -> None:
+    from ascend_kernel_gym.evaluation.recorder import _tensor_bytes, copied_input_piece
+
+    x = torch.randn(4, 8, 16)
+    inputs = [_tensor_bytes(x)]
+    top = x[:, :4].clone()  # each batch's first rows, one after another: no single run of x
+    assert copied_input_piece(top.transpose(1, 2), inputs)  # found through its slices
+    assert copied_input_piece(x[2:].clone().permute(2, 0, 1), inputs)  # a run anywhere in x
+    assert not copied_input_piece((top * 1.5).transpose(1, 2), inputs)  # computed
+    assert not copied_input_piece(x[0, 0, :8].clone(), inputs)  # 32 bytes: too small to tell
+    assert not copied_input_piece(x.transpose(1, 2), inputs)  # a view of the input itself: its own taint
+
+
+def test_fresh_allocations_forget_the_taint_of_their_address() -> None:
+    recorder = Recorder("akg_candidate")
+    reused = torch.empty(8)
+    recorder.tainted[reused.untyped_storage().data_ptr()] = "aten.clone of an input"
+    recorder.forget(reused)
+    assert recorder.tainted == {}
+    recorder.forget(torch.empty(2, 2).to_sparse())  # no storage to forget; never raises
