@@ -1287,18 +1287,28 @@ def _run_profiling(
 
     job, result = state.job, state.result
     atol, rtol = job.task.atol, job.task.rtol
-    num_sets = 3
-    sets = [cx.make_inputs(task_module, rng.getrandbits(62), "task", device) for _ in range(num_sets)]
-    ref_outs = [cx.detach_copy(_run_reference(state, reference, cx.clone_inputs(s))) for s in sets]
-    ref_slacks = [_precision_slack(state, reference, s, out) for s, out in zip(sets, ref_outs, strict=True)]
-    ring, slack = placement.timing_memory(sets, ref_outs[0], device, TIMING_MEMORY_SHARE)
+    source = placement.RoundInputs(lambda seed: cx.make_inputs(task_module, seed, "task", device), rng.getrandbits(62))
+    first = source[0]
+    first_out = cx.detach_copy(_run_reference(state, reference, cx.clone_inputs(first)))
+    ring, slack = placement.timing_memory([first], first_out, device, TIMING_MEMORY_SHARE)
     arenas = {
-        name: placement.InputArena(model, sets, rng, slack=slack, output_ring=ring)
+        name: placement.InputArena(model, source, rng, slack=slack, output_ring=ring)
         for name, model in (("candidate", candidate), ("reference", reference))
     }
+    expected: dict[int, tuple[Any, Any]] = {}
+
+    def reference_output(k: int) -> tuple[Any, Any]:
+        """The reference's output on round ``k``'s inputs and its precision slack (untimed)."""
+        if k not in expected:
+            expected.clear()
+            inputs = source[k]
+            out = cx.detach_copy(_run_reference(state, reference, cx.clone_inputs(inputs)))
+            expected[k] = (out, _precision_slack(state, reference, inputs, out))
+        return expected[k]
 
     def check_output(out: Any, k: int) -> None:
-        if not cx.outputs_close(out, ref_outs[k], atol, rtol, ref_slacks[k]):
+        ref_out, ref_slack = reference_output(k)
+        if not cx.outputs_close(out, ref_out, atol, rtol, ref_slack):
             raise StageError(
                 ErrorType.VALUE_MISMATCH,
                 "the output changed during timing (a result cached across calls, or work skipped once timing "
@@ -1311,6 +1321,8 @@ def _run_profiling(
     def after_candidate(k: int) -> None:
         if state.snapshot is not None:
             _check_snapshot(state.snapshot)
+
+    def check(k: int) -> None:
         try:
             out = cx.plain_output(arenas["candidate"].last_output)  # no code of the candidate runs
         except cx.OutputCheckError as problem:
@@ -1326,12 +1338,13 @@ def _run_profiling(
                 arenas["reference"].prepare,
                 audit,
                 device_type=device.type,
-                num_sets=num_sets,
+                num_sets=job.profile_reps,  # a fresh input set in every round
                 reps=job.profile_reps,
                 warmup=job.profile_warmup,
                 rng=rng,
                 flush_bytes=profiling.FLUSH_BYTES if device.type != "cpu" else 1 << 20,
                 after_candidate=after_candidate,
+                check=check,
                 side_stream_launches=side_streams,
             )
     except StageError:
@@ -1348,7 +1361,7 @@ def _run_profiling(
     result.timing["outputs_kept"] = ring
     if quiet_wait_s is not None:
         result.timing["quiet_wait_s"] = quiet_wait_s
-    result.warnings.extend(profiling.plausibility_warnings(timing, sets[0], ref_outs[0], _bandwidth_gbps(job)))
+    result.warnings.extend(profiling.plausibility_warnings(timing, first, first_out, _bandwidth_gbps(job)))
 
 
 def _watch_side_streams(state: _State, device: torch.device) -> Callable[[], int] | None:

@@ -91,13 +91,13 @@ class InputArena:
     def __init__(
         self,
         model: Callable[..., Any],
-        sets: list[list[Any]],
+        sets: list[list[Any]] | RoundInputs,
         rng: random.Random,
         *,
         slack: int = DEFAULT_ARENA_SLACK,
         output_ring: int = MAX_OUTPUT_RING,
     ) -> None:
-        if not sets:
+        if isinstance(sets, list) and not sets:
             raise ValueError("at least one input set is needed")
         if slack < 0 or output_ring < 1:
             raise ValueError(f"bad arena sizes: slack={slack}, output_ring={output_ring}")
@@ -149,6 +149,33 @@ class InputArena:
     @property
     def last_output(self) -> Any:
         return self.outputs[-1] if self.outputs else None
+
+
+class RoundInputs:
+    """A fresh input set for every timed round, drawn from the task when first asked for.
+
+    ``source[k]`` is set ``k`` (the same values every time it is asked for: its seed derives from
+    ``base_seed`` and ``k``); only the set asked for last is kept, so a round's two models and
+    its checks share one set while the memory holds one. Fresh inputs in every round leave a
+    model that caches results by input content (a fingerprint of the values, kept on the device)
+    nothing to hit.
+    """
+
+    def __init__(self, make: Callable[[int], list[Any]], base_seed: int) -> None:
+        self.make = make
+        self.base_seed = base_seed
+        self._key: int | None = None
+        self._set: list[Any] = []
+
+    def seed(self, k: int) -> int:
+        return (self.base_seed ^ ((k + 1) * 0x9E3779B97F4A7C15)) & ((1 << 62) - 1)
+
+    def __getitem__(self, k: int) -> list[Any]:
+        if k != self._key:
+            self._set = []  # the previous set is freed before the next is drawn
+            self._set = self.make(self.seed(k))
+            self._key = k
+        return self._set
 
 
 def _first_device(values: list[Any]) -> torch.device | None:

@@ -2,11 +2,11 @@
 
 Protocol (one child, after correctness passed):
 
-- ``K`` input sets are drawn up front with their reference outputs; each timed call first copies
-  one set to a fresh random place in the model's input arena (outside the timed window,
-  ``placement.InputArena``), so every timed call of an evaluation uses inputs at another place
-  in device memory, and the model's own allocations land at varying places behind a spacer of
-  random size. Round ``r`` uses input set ``r mod K``;
+- every timed round draws a fresh input set from the task (``placement.RoundInputs``; warm-up
+  uses one set of its own), so a model that caches results by input content, even with a
+  fingerprint kept on the device, has nothing to hit; before each timed call the set is copied
+  (outside the timed window) to a fresh random place in the model's input arena
+  (``placement.InputArena``), so every timed call uses inputs at another place in device memory;
 - warm-up calls of both models (at least ``warmup`` each and at least ``WARMUP_S`` seconds),
   then ``reps`` rounds; in each round the candidate and the reference run in a random order;
   before each timed call a 256 MB buffer is overwritten to flush the L2 cache;
@@ -22,12 +22,14 @@ Protocol (one child, after correctness passed):
   measurement restart as ``synchronize(); flush; synchronize(); start.record(); fn();
   synchronize(); end.record()``, so work on side streams counts and cannot overlap the flush;
   the median of an empty call's time in that protocol is subtracted from both models;
-- after the candidate's call in some random rounds the harness checks the library snapshot and
-  compares that call's output with the reference output of its input set (untimed), so a patch
-  that would slow the reference down, or a call that skipped its work, is caught;
-- a few rounds chosen at random are *audit* rounds: the candidate runs untimed with the
-  operator / launch recorder on and its output is checked against the reference output of
-  that input set, so switching behaviour once timing starts is caught;
+- in some random rounds the harness checks the library snapshot right after the candidate's
+  call, and once both models ran it compares the candidate's output of that timed call with
+  the reference's output on the same inputs (computed again, untimed, through the harness's
+  reference path), so a patch that would slow the reference down, or a call that skipped its
+  work, is caught;
+- a few rounds chosen at random are *audit* rounds: the candidate runs again, untimed, with the
+  operator / launch recorder on, and its output is checked the same way, so switching
+  behaviour once timing starts is caught;
 - per model, the mean of the timed calls after dropping the fastest and the slowest
   ``TRIM`` share; ``speedup = ref_ms / kernel_ms``. Each call ran on another placement, and some
   kernels run a few percent apart on different placements (PyTorch's strided transpose copy by
@@ -140,6 +142,7 @@ def time_side_by_side(
     rng: random.Random,
     flush_bytes: int = FLUSH_BYTES,
     after_candidate: Callable[[int], None] | None = None,
+    check: Callable[[int], None] | None = None,
     check_rounds: int = 10,
     side_stream_launches: Callable[[], int] | None = None,
     warmup_s: float = WARMUP_S,
@@ -148,8 +151,10 @@ def time_side_by_side(
     """Time both models; ``run_*(k)`` load input set ``k`` (untimed) and return the call.
 
     ``run_*`` must return a zero-argument callable that performs only the model call, after
-    having copied set ``k`` into the model's input buffers. ``after_candidate(k)`` runs after the
-    candidate's call in the check and audit rounds (untimed). ``side_stream_launches()`` counts
+    having copied set ``k`` into the model's input buffers. Round ``r`` uses set ``r mod
+    num_sets``; warm-up uses set ``-1``. In the check and audit rounds (chosen at random,
+    untimed): ``after_candidate(k)`` runs right after the candidate's call, ``check(k)`` once
+    both models ran, then ``audit(k)`` in the audit rounds. ``side_stream_launches()`` counts
     the kernel launches seen so far on a stream other than the calling one; when it grows (in
     warm-up or in any timed round) the whole measurement is redone in the synchronized mode.
     """
@@ -157,7 +162,7 @@ def time_side_by_side(
     flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=device_type)
     count = side_stream_launches or (lambda: 0)
     seen = count()
-    _warm_up(run_candidate, run_reference, dev, num_sets, warmup, warmup_s)
+    _warm_up(run_candidate, run_reference, dev, warmup, warmup_s)
     mode = STREAM_MODE if count() == seen else SYNC_MODE
     fills, cushion_ms = _cushion(dev, flush, cushion_target_ms) if device_type != "cpu" else (1, 0.0)
     audit_at = set(rng.sample(range(reps), min(audit_rounds, reps)))
@@ -166,7 +171,7 @@ def time_side_by_side(
     def rounds(mode: str, fills: int, watch: tuple[Callable[[], int], int] | None) -> tuple[list[float], list[float]]:
         return _rounds(
             run_candidate, run_reference, audit, dev, flush, fills, mode, reps, num_sets, rng, audit_at,
-            check_at, after_candidate, watch,
+            check_at, after_candidate, check, watch,
         )  # fmt: skip
 
     try:
@@ -220,7 +225,6 @@ def _warm_up(
     run_candidate: Callable[[int], Any],
     run_reference: Callable[[int], Any],
     dev: Any,
-    num_sets: int,
     warmup: int,
     warmup_s: float,
 ) -> None:
@@ -230,8 +234,8 @@ def _warm_up(
     started = time.perf_counter()
     i = 0
     while i < warmup or (time.perf_counter() - started < warmup_s and i < MAX_WARMUP_CALLS):
-        run_candidate(i % num_sets)()
-        run_reference(i % num_sets)()
+        run_candidate(-1)()
+        run_reference(-1)()
         dev.synchronize()
         i += 1
 
@@ -284,6 +288,7 @@ def _rounds(
     audit_at: set[int],
     check_at: set[int],
     after_candidate: Callable[[int], None] | None,
+    check: Callable[[int], None] | None,
     watch: tuple[Callable[[], int], int] | None,
 ) -> tuple[list[float], list[float]]:
     cand_times: list[float] = []
@@ -298,7 +303,9 @@ def _rounds(
                 raise _SideStreamLaunchError
             (cand_times if which == "cand" else ref_times).append(elapsed)
             if which == "cand" and after_candidate is not None and (rep in check_at or rep in audit_at):
-                after_candidate(k)  # untimed: the library snapshot, the output; before the reference runs
+                after_candidate(k)  # untimed: the library snapshot, before the reference runs
+        if check is not None and (rep in check_at or rep in audit_at):
+            check(k)  # untimed: both models' outputs of this round
         if rep in audit_at:
             audit(k)
     return cand_times, ref_times

@@ -47,7 +47,8 @@ def test_timing_protocol_runs(evaluator, relu_task, relu_solution) -> None:
     assert result.stage == Stage.DONE
     assert result.ref_ms and result.kernel_ms and result.ref_ms > 0 and result.kernel_ms > 0
     assert result.speedup is not None and abs(result.speedup - result.ref_ms / result.kernel_ms) < 1e-2
-    assert result.timing["reps"] == 12 and result.timing["audit_rounds"] == 5 and result.timing["input_sets"] == 3
+    assert result.timing["reps"] == 12 and result.timing["audit_rounds"] == 5
+    assert result.timing["input_sets"] == 12  # a fresh input set in every round
     assert result.timing["kernel_ms_p25"] <= result.timing["kernel_ms_p75"]
     samples = result.timing["kernel_ms_samples"]
     assert len(samples) == len(result.timing["ref_ms_samples"]) == 12
@@ -303,3 +304,37 @@ def test_timing_reloads_tensors_nested_in_list_inputs(evaluator) -> None:
     result = _timed(evaluator, task, (data / "kernels" / "concat_list_input_ok.py").read_text())
     assert result.ok, result.error_message
     assert result.speedup is not None and result.timing["audit_rounds"] == 5
+
+
+def test_every_timed_round_gets_fresh_inputs_so_a_content_cache_never_hits() -> None:
+    import torch
+
+    from ascend_kernel_gym.evaluation.placement import InputArena, RoundInputs
+
+    def make(seed: int) -> list:
+        return [torch.randn(64, generator=torch.Generator().manual_seed(seed))]
+
+    def run(num_sets: int) -> int:
+        source = RoundInputs(make, base_seed=5)
+        seen: set[bytes] = set()
+        hits = []
+
+        def caching_model(x):  # remembers every input it saw, by content
+            key = x.numpy().tobytes()
+            hits.extend([key] if key in seen else [])
+            seen.add(key)
+            return x * 2
+
+        candidate = InputArena(caching_model, source, random.Random(0), slack=4096)
+        reference = InputArena(lambda x: x * 2, source, random.Random(1), slack=4096)
+        profiling.time_side_by_side(
+            candidate.prepare, reference.prepare, lambda k: None, device_type="cpu", num_sets=num_sets, reps=30,
+            warmup=3, audit_rounds=0, rng=random.Random(0), flush_bytes=1 << 12, warmup_s=0.0,
+        )  # fmt: skip
+        return len(hits)
+
+    assert run(num_sets=30) == 2  # only the warm-up repeats its set (three calls, two hits)
+    assert run(num_sets=3) >= 27  # three rotating sets: nearly every timed call would hit
+    source = RoundInputs(make, base_seed=5)
+    first = source[4][0].clone()
+    assert not torch.equal(source[5][0], first) and torch.equal(source[4][0], first)  # reproducible per round
