@@ -251,6 +251,7 @@ def bench_relu(ev: Evaluator, backend: str, profile: str, n: int, reps: int) -> 
         "fresh_errors": [r.error_message[:200] for r in fresh_results if not r.ok],
         "warm_speedups": [r.speedup for r in warm_results],
         "warm_stage_durations": [r.stage_durations for r in warm_results],
+        "warm_timing_phases": [(r.timing or {}).get("phase_s", {}) for r in warm_results],
         "fresh_speedups": [r.speedup for r in fresh_results],
     }
 
@@ -268,6 +269,23 @@ def _distinct(messages: list[str]) -> list[str]:
     for message in messages:
         first.setdefault(re.sub(r"\d+(\.\d+)?", "#", message), message)
     return list(first.values())
+
+
+def _phase_table(phases: list[dict[str, float]]) -> list[str]:
+    """The timing stage's own parts (median seconds), where the runs recorded them."""
+    if not any(phases):
+        return []
+    return [
+        "Inside `profile` (median seconds): `setup`: the first input set, the reference's first output and "
+        "the arenas; `warmup`: warm-up calls; `rounds`: the timed rounds with everything between their "
+        "calls, of which `inputs` drew the fresh input sets and `checks` compared outputs (reference re-runs "
+        "included) and ran the audits:",
+        "",
+        "| part | seconds |",
+        "|---|---|",
+        *(f"| {key} | {value:.3f} |" for key, value in _median_durations([p for p in phases if p]).items()),
+        "",
+    ]
 
 
 def _median_durations(durations: list[dict[str, float]]) -> dict[str, float]:
@@ -351,6 +369,7 @@ def render(meta: dict[str, Any], rows: list[dict[str, Any]], relu: dict[str, Any
             "|---|---|",
             *(f"| {key} | {value:.3f} |" for key, value in _median_durations(relu["warm_stage_durations"]).items()),
             "",
+            *_phase_table(relu.get("warm_timing_phases") or []),
             f"Warm pool is {fresh / warm:.1f}x faster per evaluation; importing torch + triton alone takes "
             f"{relu['fresh_import_s']:.2f} s in a fresh process. Target: <= 1 s per evaluation with the warm pool "
             "(issue 3; reference point: 8.4-11.5 s for a KernelBench-style fresh-process evaluation on an H200).",

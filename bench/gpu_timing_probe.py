@@ -66,11 +66,22 @@ def _load(path: Path, name: str) -> Any:
     return module
 
 
+_SOLUTIONS: dict[str, Any] = {}
+
+
+def _solution(task: str) -> Any:
+    """The bundled solution module of ``task`` (loaded once, so its compiled kernels can be inspected)."""
+    if task not in _SOLUTIONS:
+        level, name = task.split("/")
+        _SOLUTIONS[task] = _load(SUITE / "solutions" / level / f"{name}.py", f"probe_sol_{name}")
+    return _SOLUTIONS[task]
+
+
 def build(task: str) -> dict[str, tuple[torch.nn.Module, Any]]:
     """``{"<task>:ref": (model, task_module), "<task>:sol": ...}`` on the GPU with the full profile."""
     level, name = task.split("/")
     task_mod = _load(SUITE / "tasks" / level / f"{name}.py", f"probe_task_{name}")
-    sol_mod = _load(SUITE / "solutions" / level / f"{name}.py", f"probe_sol_{name}")
+    sol_mod = _solution(task)
     torch.manual_seed(0)
     ref = task_mod.Model(*task_mod.get_init_inputs()).cuda().eval()
     sol = sol_mod.ModelNew(*task_mod.get_init_inputs()).cuda().eval()
@@ -161,7 +172,48 @@ def summarise_matrix(rows: list[dict]) -> dict[str, float]:
 
 
 #: what is moved before a round of the perturbation experiment
-PERTURBATIONS = ("none", "parameters", "scratch")
+PERTURBATIONS = ("none", "parameters", "scratch", "local_memory")
+CU_LIMIT_STACK_SIZE = 0
+
+
+def _move_local_memory(rng: random.Random) -> bool:
+    """Make the driver allocate the context's local memory (spills, stacks) afresh.
+
+    A changed per-thread stack limit makes the CUDA driver reallocate the context's local memory
+    backing, where register spills live; False where the driver API cannot be reached.
+    """
+    import ctypes
+
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    torch.cuda.synchronize()
+    size = ctypes.c_size_t(1024 + 16 * rng.randrange(1, 193))
+    return cuda.cuCtxSetLimit(CU_LIMIT_STACK_SIZE, size) == 0
+
+
+def kernel_info(module: Any) -> list[dict[str, Any]]:
+    """Registers and spills of every compiled Triton kernel of ``module`` (what this run compiled)."""
+    found = []
+    for name, fn in vars(module).items():
+        for caches in getattr(fn, "device_caches", {}).values():
+            kernels = caches[0] if isinstance(caches, tuple) else caches
+            for kernel in getattr(kernels, "values", list)():
+                init = getattr(kernel, "_init_handles", None)
+                if init is not None:
+                    init()
+                meta = getattr(kernel, "metadata", None)
+                found.append(
+                    {
+                        "kernel": name,
+                        "n_regs": getattr(kernel, "n_regs", None),
+                        "n_spills": getattr(kernel, "n_spills", None),
+                        "num_warps": getattr(meta, "num_warps", None),
+                        "shared": getattr(meta, "shared", None),
+                    }
+                )
+    return found
 
 
 def _spacer(rng: random.Random) -> torch.Tensor:
@@ -190,6 +242,8 @@ def perturb_rounds(models: dict[str, tuple[torch.nn.Module, Any]], rounds: int, 
                 elif kind == "scratch":
                     torch.cuda.empty_cache()
                     kept.append(_spacer(rng))
+                elif kind == "local_memory" and not _move_local_memory(rng):
+                    kind = "local_memory (not moved)"
                 sets.call(0)()  # the call after a move allocates afresh outside the timed cell
                 cells.append({"perturb": kind, "ms": timed_median(sets.call(0), flush, fills, reps)})
             out[key] = cells
@@ -207,7 +261,7 @@ def summarise_perturbation(cells: list[dict[str, Any]]) -> dict[str, float]:
     steps: dict[str, list[float]] = {}
     for before, cell in itertools.pairwise(cells):
         steps.setdefault(cell["perturb"], []).append(abs(cell["ms"] - before["ms"]))
-    return {kind: 100 * statistics.fmean(steps[kind]) / overall for kind in PERTURBATIONS if kind in steps}
+    return {kind: 100 * statistics.fmean(values) / overall for kind, values in steps.items()}
 
 
 def child_main(args: argparse.Namespace) -> None:
@@ -217,6 +271,7 @@ def child_main(args: argparse.Namespace) -> None:
         models.update({k: v for k, v in build(task).items() if k.endswith(":sol") or args.with_ref})
     if args.perturb:
         result = perturb_rounds(models, args.rounds, args.reps, seed=os.getpid())
+        result["kernels"] = [info for task in args.perturb.split(",") for info in kernel_info(_solution(task))]
     else:
         result = placement_matrix(models, args.placements, args.cycles, args.reps)
     print("PROBE_JSON " + json.dumps(result), flush=True)
@@ -309,10 +364,18 @@ def render_perturbation(processes: list[dict[str, Any]]) -> list[str]:
             lines.append(f"| {i} | failed: {proc['error'][-200:]!r} | | | |")
             continue
         for key, cells in proc.items():
+            if key == "kernels":
+                continue
             spreads = summarise_perturbation(cells)
             for kind, step in spreads.items():
                 values = ", ".join(f"{c['ms']:.4f}" for c in cells if c["perturb"] == kind)
                 lines.append(f"| {i} | {key} | {kind} | {values} | {step:.2f}% |")
+    kernels = next((proc["kernels"] for proc in processes if proc.get("kernels")), [])
+    if kernels:
+        lines += ["", "## Compiled kernels of the solution (first process)", "",
+                  "| kernel | registers | spills | warps | shared bytes |", "|---|---|---|---|---|"]  # fmt: skip
+        for k in kernels:
+            lines.append(f"| {k['kernel']} | {k['n_regs']} | {k['n_spills']} | {k['num_warps']} | {k['shared']} |")
     return lines
 
 

@@ -1287,7 +1287,27 @@ def _run_profiling(
 
     job, result = state.job, state.result
     atol, rtol = job.task.atol, job.task.rtol
-    source = placement.RoundInputs(lambda seed: cx.make_inputs(task_module, seed, "task", device), rng.getrandbits(62))
+    started = time.perf_counter()
+    spent = {"inputs": 0.0, "checks": 0.0}  # wall seconds inside the rounds, outside the timed calls
+
+    def make_inputs(seed: int) -> list[Any]:
+        t0 = time.perf_counter()
+        try:
+            return cx.make_inputs(task_module, seed, "task", device)
+        finally:
+            spent["inputs"] += time.perf_counter() - t0
+
+    def timed_part(part: Callable[[int], None]) -> Callable[[int], None]:
+        def run(k: int) -> None:
+            t0 = time.perf_counter()
+            try:
+                part(k)
+            finally:
+                spent["checks"] += time.perf_counter() - t0
+
+        return run
+
+    source = placement.RoundInputs(make_inputs, rng.getrandbits(62))
     first = source[0]
     first_out = cx.detach_copy(_run_reference(state, reference, cx.clone_inputs(first)))
     ring, slack = placement.timing_memory([first], first_out, device, TIMING_MEMORY_SHARE)
@@ -1329,6 +1349,7 @@ def _run_profiling(
             raise StageError(ErrorType.WRONG_OUTPUT_TYPE, f"during timing: {problem}") from None
         check_output(out, k)
 
+    set_up = time.perf_counter()
     try:
         side_streams = _watch_side_streams(state, device)
         quiet_wait_s = state.link.wait_quiet() if state.link is not None else None
@@ -1336,15 +1357,15 @@ def _run_profiling(
             timing = profiling.time_side_by_side(
                 arenas["candidate"].prepare,
                 arenas["reference"].prepare,
-                audit,
+                timed_part(audit),
                 device_type=device.type,
                 num_sets=job.profile_reps,  # a fresh input set in every round
                 reps=job.profile_reps,
                 warmup=job.profile_warmup,
                 rng=rng,
                 flush_bytes=profiling.FLUSH_BYTES if device.type != "cpu" else 1 << 20,
-                after_candidate=after_candidate,
-                check=check,
+                after_candidate=timed_part(after_candidate),
+                check=timed_part(check),
                 side_stream_launches=side_streams,
             )
     except StageError:
@@ -1359,6 +1380,11 @@ def _run_profiling(
     result.timing = timing.details
     result.timing["arena_slack_bytes"] = slack
     result.timing["outputs_kept"] = ring
+    result.timing["phase_s"] = {
+        "setup": round(set_up - started, 4),
+        **result.timing.get("phase_s", {}),
+        **{name: round(seconds, 4) for name, seconds in spent.items()},
+    }
     if quiet_wait_s is not None:
         result.timing["quiet_wait_s"] = quiet_wait_s
     result.warnings.extend(profiling.plausibility_warnings(timing, first, first_out, _bandwidth_gbps(job)))

@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -86,8 +87,6 @@ class _CpuEvent:
         self.t = 0.0
 
     def record(self) -> None:
-        import time
-
         self.t = time.perf_counter()
 
     def synchronize(self) -> None:
@@ -162,7 +161,9 @@ def time_side_by_side(
     flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=device_type)
     count = side_stream_launches or (lambda: 0)
     seen = count()
+    started = time.perf_counter()
     _warm_up(run_candidate, run_reference, dev, warmup, warmup_s)
+    warmed = time.perf_counter()
     mode = STREAM_MODE if count() == seen else SYNC_MODE
     fills, cushion_ms = _cushion(dev, flush, cushion_target_ms) if device_type != "cpu" else (1, 0.0)
     audit_at = set(rng.sample(range(reps), min(audit_rounds, reps)))
@@ -179,6 +180,7 @@ def time_side_by_side(
     except _SideStreamLaunchError:
         mode = SYNC_MODE
         cand_times, ref_times = rounds(mode, 1, None)
+    finished = time.perf_counter()
     overhead = 0.0
     if mode == SYNC_MODE:
         overhead = statistics.median(_timed_call(lambda: None, dev, flush, 1, SYNC_MODE, i) for i in range(21))
@@ -204,6 +206,8 @@ def time_side_by_side(
         "l2_flush_bytes": flush_bytes,
         "mode": mode,
         "method": METHODS[mode].format(device=device_type),
+        # wall seconds of this function's parts (the rounds include their loads, checks and audits)
+        "phase_s": {"warmup": round(warmed - started, 4), "rounds": round(finished - warmed, 4)},
     }
     if mode == SYNC_MODE:
         details["sync_overhead_ms"] = overhead
@@ -229,8 +233,6 @@ def _warm_up(
     warmup_s: float,
 ) -> None:
     """At least ``warmup`` calls of each model, and more until ``warmup_s`` have passed (clocks, caches)."""
-    import time
-
     started = time.perf_counter()
     i = 0
     while i < warmup or (time.perf_counter() - started < warmup_s and i < MAX_WARMUP_CALLS):
