@@ -183,6 +183,8 @@ class Recorder:
         self.tainted: dict[int, str] = {}
         #: the bytes of the current forward call's dense inputs (uint8 views of their memory)
         self.input_bytes: list[torch.Tensor] = []
+        #: dtypes a kernel's copy of an input could be converted back to (see ``conversion_dtypes``)
+        self.input_dtypes: tuple[torch.dtype, ...] = ()
         #: called before every Triton launch (any module) when set: the profiling stage uses it to
         #: see launches on a stream other than the timing stream
         self.stream_probe: Callable[[], None] | None = None
@@ -422,6 +424,7 @@ class Recorder:
         self.writes = []
         self.tainted = {ptr: "an input" for ptr in _storage_ptrs(inputs)}
         self.input_bytes = [_tensor_bytes(t) for t in _tensors(inputs) if torch.Tensor.is_contiguous(t)]
+        self.input_dtypes = conversion_dtypes(_tensors(inputs))
         self.recording = True
         try:
             with mode:
@@ -434,6 +437,7 @@ class Recorder:
             stats.tainted = dict(self.tainted)
             stats.input_bytes = self.input_bytes
             self.input_bytes = []
+            self.input_dtypes = ()
 
     def active(self) -> bool:
         return self.recording and not self._suspended
@@ -516,7 +520,10 @@ class Recorder:
 
         Rearranging: a strided view on either side, or ``cat`` / ``stack`` / padding; converting:
         another dtype on the target. A plain contiguous copy of the same dtype is left alone, so
-        an honest kernel whose result happens to equal an input is never refused for a clone.
+        an honest kernel whose result happens to equal an input is never refused for a clone. A
+        rearranging copy also counts when its source, converted back to an input's dtype, holds
+        such a piece: a kernel that only widened the input (fp16 to fp32, or its bits into int32)
+        before PyTorch's transposing cast changed no value.
         """
         tensors = [t for t in _tensors(sources) if type(t) is torch.Tensor]
         outs = _tensors(targets)
@@ -528,6 +535,11 @@ class Recorder:
             return None
         if any(copied_input_piece(t, self.input_bytes) for t in tensors):
             return "an unchanged copy of an input"
+        if rearranging and any(
+            copied_input_piece(t, self.input_bytes, as_dtypes=_widened_from(t.dtype, self.input_dtypes))
+            for t in tensors
+        ):
+            return "a copy of an input in another dtype"
         return None
 
     def disallowed_ops(self) -> list[str]:
@@ -570,7 +582,37 @@ MAX_PIECE_CANDIDATES = 32
 _WORD_TYPES = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
-def copied_input_piece(tensor: torch.Tensor, input_bytes: list[torch.Tensor], depth: int = 2) -> bool:
+def _widened_from(dtype: torch.dtype, candidates: tuple[torch.dtype, ...]) -> list[torch.dtype]:
+    """The narrower dtypes of the same kind (floating or integer) ``dtype`` may hold widened values of."""
+    size = torch.empty(0, dtype=dtype).element_size()
+    return [
+        d
+        for d in candidates
+        if d != dtype
+        and d.is_floating_point == dtype.is_floating_point
+        and torch.empty(0, dtype=d).element_size() <= size
+    ]
+
+
+def conversion_dtypes(inputs: list[torch.Tensor]) -> tuple[torch.dtype, ...]:
+    """The inputs' dtypes and the integer dtypes of their element sizes (the bits of an input)."""
+    found: dict[torch.dtype, None] = {}
+    for tensor in inputs:
+        if tensor.dtype.is_complex or tensor.dtype == torch.bool:
+            continue
+        found[tensor.dtype] = None
+        word = _WORD_TYPES.get(tensor.element_size())
+        if word is not None:
+            found[word] = None
+    return tuple(found)
+
+
+def copied_input_piece(
+    tensor: torch.Tensor,
+    input_bytes: list[torch.Tensor],
+    depth: int = 2,
+    as_dtypes: list[torch.dtype] | tuple[torch.dtype, ...] = (),
+) -> bool:
     """Whether the memory ``tensor`` spans holds, byte for byte, a run of one of the inputs.
 
     ``input_bytes`` are uint8 views of the inputs. The span is the storage region from the
@@ -580,30 +622,53 @@ def copied_input_piece(tensor: torch.Tensor, input_bytes: list[torch.Tensor], de
     rearranges it. When the whole span is no such run, up to ``PIECE_SLICES`` slices along the
     first dimension, picked at random, are searched the same way (``depth`` levels down): a
     buffer holding several copied slices of an input is not one run of it. Spans below
-    ``MIN_COPIED_PIECE_BYTES`` are not searched.
+    ``MIN_COPIED_PIECE_BYTES`` are not searched. With ``as_dtypes`` the span is searched as it
+    is converted to each of those dtypes instead (values cast, in memory order).
     """
     if type(tensor) is not torch.Tensor or torch.Tensor.numel(tensor) == 0:
         return False
-    if _holds_input_run(tensor, input_bytes):
+    if _holds_input_run(tensor, input_bytes, as_dtypes):
         return True
     if depth <= 0 or tensor.dim() < 2 or tensor.shape[0] < 2:
         return False
     picks = _SLICE_PICKER.sample(range(tensor.shape[0]), min(PIECE_SLICES, tensor.shape[0]))
-    return any(copied_input_piece(torch.Tensor.select(tensor, 0, i), input_bytes, depth - 1) for i in picks)
+    return any(copied_input_piece(torch.Tensor.select(tensor, 0, i), input_bytes, depth - 1, as_dtypes) for i in picks)
 
 
-def _holds_input_run(tensor: torch.Tensor, input_bytes: list[torch.Tensor]) -> bool:
+def _holds_input_run(
+    tensor: torch.Tensor, input_bytes: list[torch.Tensor], as_dtypes: list[torch.dtype] | tuple[torch.dtype, ...]
+) -> bool:
     size = torch.Tensor.element_size(tensor)
-    word = _WORD_TYPES.get(size)
-    if word is None:
+    if _WORD_TYPES.get(size) is None or any(st < 0 for st in torch.Tensor.stride(tensor)):
         return False
-    last = sum((n - 1) * abs(st) for n, st in zip(tensor.shape, torch.Tensor.stride(tensor), strict=True))
-    span = (last + 1) * size
-    if span < MIN_COPIED_PIECE_BYTES or any(st < 0 for st in torch.Tensor.stride(tensor)):
-        return False
+    elements = 1 + sum((n - 1) * st for n, st in zip(tensor.shape, torch.Tensor.stride(tensor), strict=True))
     storage = torch.Tensor.untyped_storage(tensor)
-    start = torch.Tensor.storage_offset(tensor) * size
-    piece = _storage_bytes(storage, start, span).view(word)
+    offset = torch.Tensor.storage_offset(tensor)
+    if not as_dtypes:
+        if elements * size < MIN_COPIED_PIECE_BYTES:
+            return False
+        return _found_in_inputs(_storage_bytes(storage, offset * size, elements * size), storage, size, input_bytes)
+    span = torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(storage, offset, (elements,))
+    for dtype in as_dtypes:
+        target_size = torch.empty(0, dtype=dtype).element_size()
+        if elements * target_size < MIN_COPIED_PIECE_BYTES or _WORD_TYPES.get(target_size) is None:
+            continue
+        try:
+            converted = torch.Tensor.to(span, dtype)
+        except (RuntimeError, TypeError):
+            continue
+        if _found_in_inputs(_tensor_bytes(converted), storage, target_size, input_bytes):
+            return True
+    return False
+
+
+def _found_in_inputs(piece_bytes: torch.Tensor, storage: Any, size: int, input_bytes: list[torch.Tensor]) -> bool:
+    """Whether ``piece_bytes`` (read from ``storage``) occur in an input, starting at a multiple of ``size``."""
+    word = _WORD_TYPES[size]
+    piece = piece_bytes.view(word)
+    span = piece_bytes.numel()
+    if bool(torch.all(piece == piece[0])):
+        return False  # constant memory (zeros, a fill) matches any constant input and carries nothing
     for original in input_bytes:
         if original.device != storage.device or original.numel() < span:
             continue

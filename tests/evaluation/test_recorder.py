@@ -174,6 +174,30 @@ def test_copied_input_pieces_are_found_in_slices_and_other_buffers() -> None:
     assert not copied_input_piece(x.transpose(1, 2), inputs)  # a view of the input itself: its own taint
 
 
+def test_widened_copies_of_inputs_are_found_when_converted_back() -> None:
+    from ascend_kernel_gym.evaluation.recorder import _tensor_bytes, conversion_dtypes, copied_input_piece
+
+    x = torch.randn(4, 8, 16).to(torch.bfloat16)
+    inputs = [_tensor_bytes(x)]
+    assert conversion_dtypes([x, torch.zeros(3, dtype=torch.bool)]) == (torch.bfloat16, torch.int16)
+    widened = x.float()  # every value unchanged, every byte changed
+    assert not copied_input_piece(widened.transpose(1, 2), inputs)
+    assert copied_input_piece(widened.transpose(1, 2), inputs, as_dtypes=[torch.bfloat16])
+    bits = x.view(torch.int16).to(torch.int32)  # the bit patterns, sign-extended
+    assert copied_input_piece(bits.transpose(1, 2), inputs, as_dtypes=[torch.int16])
+    assert not copied_input_piece((widened * 3).transpose(1, 2), inputs, as_dtypes=[torch.bfloat16])
+
+
+def test_constant_memory_is_never_a_copy_of_an_input() -> None:
+    from ascend_kernel_gym.evaluation.recorder import _tensor_bytes, copied_input_piece
+
+    zeros = torch.zeros(8, 64)  # an input that happens to be constant
+    assert not copied_input_piece(torch.zeros(64, 8).t(), [_tensor_bytes(zeros)])
+    assert not copied_input_piece(
+        torch.zeros(64, 8, dtype=torch.float64).t(), [_tensor_bytes(zeros)], as_dtypes=[torch.float32]
+    )
+
+
 def test_fresh_allocations_forget_the_taint_of_their_address() -> None:
     recorder = Recorder("akg_candidate")
     reused = torch.empty(8)
