@@ -144,6 +144,8 @@ def bench_solutions(ev: Evaluator, tasks: list[Any], repeats: int, profile: str 
             "ref_ms_quartiles": [_quartiles(r.timing, "ref") for r in mine if r.timing],
             "kernel_ms_quartiles": [_quartiles(r.timing, "kernel") for r in mine if r.timing],
             "arena_slack_bytes": [r.timing.get("arena_slack_bytes") for r in mine if r.timing],
+            "local_memory_moves": [r.timing.get("local_memory_moves") for r in mine if r.timing],
+            "phase_s": [r.timing.get("phase_s") for r in mine if r.timing],
             "ref_ms_samples": [r.timing.get("ref_ms_samples") for r in mine if r.timing],
             "kernel_ms_samples": [r.timing.get("kernel_ms_samples") for r in mine if r.timing],
             "warnings": sorted({w for r in mine for w in r.warnings if "implausible" in w or "floor" in w}),

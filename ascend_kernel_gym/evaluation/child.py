@@ -1349,6 +1349,7 @@ def _run_profiling(
             raise StageError(ErrorType.WRONG_OUTPUT_TYPE, f"during timing: {problem}") from None
         check_output(out, k)
 
+    local_memory = placement.LocalMemory.for_device(device, rng)
     set_up = time.perf_counter()
     try:
         side_streams = _watch_side_streams(state, device)
@@ -1367,6 +1368,7 @@ def _run_profiling(
                 after_candidate=timed_part(after_candidate),
                 check=timed_part(check),
                 side_stream_launches=side_streams,
+                relocate=local_memory.move if local_memory is not None else None,
             )
     except StageError:
         raise
@@ -1374,12 +1376,16 @@ def _run_profiling(
         raise StageError(
             classify_exception(exc), "timing failed: " + describe_exception(exc, state.candidate_file)
         ) from None
+    finally:
+        if local_memory is not None:
+            local_memory.restore()
     result.ref_ms = round(timing.ref_ms, 6)
     result.kernel_ms = round(timing.kernel_ms, 6)
     result.speedup = round(timing.speedup, 4)
     result.timing = timing.details
     result.timing["arena_slack_bytes"] = slack
     result.timing["outputs_kept"] = ring
+    result.timing["local_memory_moves"] = local_memory.moves if local_memory is not None else 0
     result.timing["phase_s"] = {
         "setup": round(set_up - started, 4),
         **result.timing.get("phase_s", {}),

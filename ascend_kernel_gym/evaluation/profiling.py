@@ -59,6 +59,8 @@ MAX_WARMUP_CALLS = 200
 #: device time queued (L2 flush writes) ahead of each timed call in stream mode: the host's
 #: launch latency up to this much is hidden, as for a kernel launched behind other work
 CUSHION_MS = 0.4
+#: rounds per move of the memory the harness does not place (``relocate``): 25 places in 100 rounds
+RELOCATE_EVERY = 4
 MAX_CUSHION_FILLS = 64
 #: share of the fastest and of the slowest timed calls left out of each model's mean
 TRIM = 0.1
@@ -146,6 +148,8 @@ def time_side_by_side(
     side_stream_launches: Callable[[], int] | None = None,
     warmup_s: float = WARMUP_S,
     cushion_target_ms: float = CUSHION_MS,
+    relocate: Callable[[], bool] | None = None,
+    relocate_every: int = RELOCATE_EVERY,
 ) -> TimingResult:
     """Time both models; ``run_*(k)`` load input set ``k`` (untimed) and return the call.
 
@@ -156,6 +160,10 @@ def time_side_by_side(
     both models ran, then ``audit(k)`` in the audit rounds. ``side_stream_launches()`` counts
     the kernel launches seen so far on a stream other than the calling one; when it grows (in
     warm-up or in any timed round) the whole measurement is redone in the synchronized mode.
+    ``relocate()`` (untimed) moves memory the models use but the harness does not place, such as
+    the context's local memory, before every ``relocate_every``-th round; when it did, each
+    model is called once untimed on the round's set, so a lazy allocation the move causes is
+    never timed.
     """
     dev = device_module(device_type)
     flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=device_type)
@@ -172,7 +180,7 @@ def time_side_by_side(
     def rounds(mode: str, fills: int, watch: tuple[Callable[[], int], int] | None) -> tuple[list[float], list[float]]:
         return _rounds(
             run_candidate, run_reference, audit, dev, flush, fills, mode, reps, num_sets, rng, audit_at,
-            check_at, after_candidate, check, watch,
+            check_at, after_candidate, check, watch, relocate, relocate_every,
         )  # fmt: skip
 
     try:
@@ -292,11 +300,17 @@ def _rounds(
     after_candidate: Callable[[int], None] | None,
     check: Callable[[int], None] | None,
     watch: tuple[Callable[[], int], int] | None,
+    relocate: Callable[[], bool] | None,
+    relocate_every: int,
 ) -> tuple[list[float], list[float]]:
     cand_times: list[float] = []
     ref_times: list[float] = []
     for rep in range(reps):
         k = rep % num_sets
+        if relocate is not None and rep % relocate_every == 0 and relocate():
+            run_candidate(k)()
+            run_reference(k)()
+            dev.synchronize()
         order = [("cand", run_candidate), ("ref", run_reference)]
         rng.shuffle(order)
         for which, prepare in order:

@@ -15,6 +15,7 @@ import sys
 import time
 
 import pytest
+import torch
 
 from ascend_kernel_gym.evaluation import ErrorType, EvalResult, Stage, profiling
 from ascend_kernel_gym.evaluation.job import Job
@@ -198,6 +199,60 @@ def test_each_model_time_is_a_trimmed_mean_of_its_calls() -> None:
     assert 4.0 <= timing.kernel_ms < 7.5  # (2 * 3 + 9) / 3 = 5 ms; the 300 ms call is dropped
     assert timing.details["kernel_ms_median"] < 4.5
     assert 0.6 < timing.speedup < 1.3
+
+
+def test_relocation_is_untimed_and_its_lazy_cost_never_timed() -> None:
+    # A move of the memory the harness does not place (the context's local memory on CUDA) makes
+    # the next call of each model pay for a lazy allocation; that call must not be a timed one.
+    state = {"moves": 0, "pending": set()}
+
+    def relocate() -> bool:
+        state["moves"] += 1
+        state["pending"] = {"cand", "ref"}
+        return True
+
+    def model(name: str, seconds: float):
+        def prepare(k: int):
+            def call() -> None:
+                if name in state["pending"]:
+                    state["pending"].discard(name)
+                    time.sleep(0.2)
+                time.sleep(seconds)
+
+            return call
+
+        return prepare
+
+    timing = profiling.time_side_by_side(
+        model("cand", 0.004), model("ref", 0.002), lambda k: None, device_type="cpu", num_sets=2, reps=12,
+        warmup=1, audit_rounds=0, rng=random.Random(1), flush_bytes=1 << 12, warmup_s=0.0, relocate=relocate,
+        relocate_every=4,
+    )  # fmt: skip
+    assert state["moves"] == 3  # rounds 0, 4 and 8
+    assert max(timing.details["kernel_ms_samples"]) < 100 and max(timing.details["ref_ms_samples"]) < 100
+
+
+def test_local_memory_moves_only_on_cuda() -> None:
+    from ascend_kernel_gym.evaluation.placement import LocalMemory
+
+    assert LocalMemory.for_device(torch.device("cpu"), random.Random(0)) is None
+
+    class Driver:  # the two calls of the CUDA driver API it makes
+        def __init__(self) -> None:
+            self.limits: list[int] = []
+
+        def cuCtxSetLimit(self, kind: int, value) -> int:
+            assert kind == 0  # CU_LIMIT_STACK_SIZE
+            self.limits.append(value.value)
+            return 0
+
+    driver = Driver()
+    local = LocalMemory(driver, 1024, random.Random(3), synchronize=lambda: None)
+    assert all(local.move() for _ in range(50)) and local.moves == 50
+    assert all(1024 < limit <= 2048 and limit % 16 == 0 for limit in driver.limits)
+    assert all(a != b for a, b in zip(driver.limits, driver.limits[1:]))  # every move is a change
+    local.restore()
+    assert driver.limits[-1] == 1024 and local.moves == 50
 
 
 def test_trimmed_mean() -> None:
