@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
+import io
 import json
 import os
 import random
@@ -34,7 +35,12 @@ import torch
 
 from ascend_kernel_gym.evaluation import correctness as cx
 from ascend_kernel_gym.evaluation import placement
-from ascend_kernel_gym.evaluation.errors import StageError, classify_exception, describe_exception
+from ascend_kernel_gym.evaluation.errors import (
+    REFERENCE_BROKE_DEVICE,
+    StageError,
+    classify_exception,
+    describe_exception,
+)
 from ascend_kernel_gym.evaluation.feedback import scrub_text
 from ascend_kernel_gym.evaluation.guard import SandboxGuard
 from ascend_kernel_gym.evaluation.job import Job
@@ -152,6 +158,63 @@ def _read_output(sandbox: str, cap: int) -> str:
     if size > cap:
         text = f"[... {size - cap} bytes cut ...]\n" + text
     return scrub_text(text, sandbox)
+
+
+#: the printed-output file starts over (with a note) before it would grow past this many bytes
+OUTPUT_ROLL_BYTES = 16 * 1024 * 1024
+
+
+class RollingOutput(io.TextIOBase):
+    """``sys.stdout`` and ``sys.stderr`` of a child: text written straight to the output file.
+
+    Before a write would make the file larger than ``limit`` bytes, the file is emptied and
+    starts with a note of how much was cut, so no amount of printing makes a write fail (the file
+    size limit of the child would) and the file always ends with the latest output, which is what
+    the result keeps. ``fd`` must be open with ``O_APPEND`` on ``path``.
+    """
+
+    def __init__(self, fd: int, path: str, limit: int = OUTPUT_ROLL_BYTES) -> None:
+        super().__init__()
+        self._fd = fd
+        self._path = path
+        self._limit = limit
+        self._note = 0  # bytes of the note at the start of the file
+        #: bytes of output no longer in the file
+        self.cut = 0
+
+    @property
+    def encoding(self) -> str:
+        return "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def flush(self) -> None:
+        return None
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        data = text.encode("utf-8", errors="replace")
+        size = os.fstat(self._fd).st_size
+        if size + len(data) > self._limit:
+            keep = data[-(self._limit // 2) :]
+            self.cut += size - self._note + len(data) - len(keep)  # the previous note is not output
+            with open(self._path, "wb"):
+                pass  # emptied; writes through fd (O_APPEND) go to the new end
+            note = f"[... {self.cut} bytes of earlier output cut ...]\n".encode()
+            self._note = len(note)
+            data = note + keep
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        return len(text)
 
 
 # --- process setup ----------------------------------------------------------------------------
@@ -274,7 +337,9 @@ def _setup_process(setup: ChildSetup) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     fsize = 256 * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-    _redirect(os.path.join(sandbox, "output.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, (1, 2))
+    output = os.path.join(sandbox, "output.txt")
+    _redirect(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, (1, 2))
+    sys.stdout = sys.stderr = RollingOutput(1, output)
     _redirect(os.devnull, os.O_RDONLY, (0,))
     tmp = os.path.join(sandbox, "tmp")
     cache = os.path.join(sandbox, "triton_cache")
@@ -969,12 +1034,29 @@ def _run_reference(state: _State, reference: Any, inputs: list[Any]) -> Any:
     return out
 
 
+def _device_usable(backend: str) -> bool:
+    """Whether the device still runs work (a device-side assert leaves a context that cannot)."""
+    if backend not in ("cuda", "npu"):
+        return True
+    try:
+        probe = torch.ones(2, device=backend)
+        getattr(torch, backend).synchronize()
+        return float(probe.sum().item()) == 2.0
+    except Exception:  # noqa: BLE001 - any failure means the context is gone
+        return False
+
+
 def _run_correctness(
     state: _State, task_module: Any, reference: Any, candidate: Any, device: torch.device, rng: random.Random
 ) -> None:
     job, result = state.job, state.result
     atol, rtol = job.task.atol, job.task.rtol
     result.trials_total = job.num_trials
+    if job.task_inputs_only:
+        result.warnings.append(
+            "every correctness trial used the task's own input distribution: the task's reference fails on the "
+            "device for other values (a device-side check such as binary_cross_entropy's input range)"
+        )
     first_call = True
     previous: tuple[Any, Any] | None = None  # (candidate output, reference output) of an earlier trial
     fallback_next = False
@@ -988,7 +1070,7 @@ def _run_correctness(
                 ErrorType.HARNESS_ERROR,
                 "the task's reference fails (raises, or returns non-finite values) on the task's own inputs",
             )
-        distribution = "task" if fallback_next else cx.trial_distribution(trial, rng)
+        distribution = "task" if fallback_next or job.task_inputs_only else cx.trial_distribution(trial, rng)
         fallback_next = False
         seed = rng.getrandbits(62)
         base = cx.make_inputs(task_module, seed, distribution, device)
@@ -1014,6 +1096,10 @@ def _run_correctness(
         except StageError as failure:
             if distribution == "task" or failure.error_type != ErrorType.RUNTIME_ERROR:
                 raise
+            if not _device_usable(job.backend):
+                raise StageError(
+                    ErrorType.HARNESS_ERROR, f"{REFERENCE_BROKE_DEVICE} ({distribution}): {failure.message}"
+                ) from None
             fallback_next = True  # the reference refuses these values (a domain check): the task's own
             continue
         if distribution != "task" and not cx.all_finite(out_r):

@@ -13,6 +13,10 @@ from typing import Any
 
 from ascend_kernel_gym.evaluation.result import ErrorType
 
+#: how a child's ``harness_error`` starts when the task's reference broke the device on inputs of
+#: a varied distribution; the evaluator then runs the job again with the task's own inputs only
+REFERENCE_BROKE_DEVICE = "the task's reference broke the device on varied inputs"
+
 
 class StageError(Exception):
     """Ends the evaluation with ``error_type`` (raised by the harness, never by candidates)."""
@@ -45,6 +49,29 @@ _COMPILE_ERROR_NAMES = frozenset(
 )
 
 
+#: what a device runtime says when a kernel faulted (CUDA; ROCm's "memory access fault"): the
+#: device's segmentation fault, reported as ``crash`` as a segfault on the CPU is
+_DEVICE_FAULT_TEXTS = (
+    "illegal memory access",
+    "misaligned address",
+    "unspecified launch failure",
+    "illegal instruction",
+    "invalid program counter",
+    "memory access fault",
+)
+#: Triton's analysis of a kernel's source before compiling (its dependency finder, run at the
+#: first launch): an error there ("Unsupported function referenced") is a compile error
+_SOURCE_ANALYSIS_FRAMES = ("visit", "record_reference", "_update_hash")
+_JIT_FILE = os.path.join("triton", "runtime", "jit.py")
+
+
+def _in_source_analysis(err: BaseException) -> bool:
+    return any(
+        frame.filename.endswith(_JIT_FILE) and frame.name.startswith(_SOURCE_ANALYSIS_FRAMES)
+        for frame in traceback.extract_tb(err.__traceback__)
+    )
+
+
 def classify_exception(exc: BaseException) -> ErrorType:
     """Map an exception raised by candidate code to an error type."""
     chain = _chain(exc)
@@ -58,6 +85,11 @@ def classify_exception(exc: BaseException) -> ErrorType:
     for err in chain:
         if type(err).__name__ in _COMPILE_ERROR_NAMES or type(err).__module__.startswith("triton.compiler"):
             return ErrorType.COMPILE_ERROR
+        if _in_source_analysis(err):
+            return ErrorType.COMPILE_ERROR
+    for err in chain:
+        if any(text in str(err).lower() for text in _DEVICE_FAULT_TEXTS):
+            return ErrorType.CRASH
     for err in chain:
         if type(err).__name__ == "InterpreterError":
             cause = err.__cause__

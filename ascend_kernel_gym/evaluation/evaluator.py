@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ascend_kernel_gym.evaluation.cache import ResultCache, cache_key, harness_fingerprint
+from ascend_kernel_gym.evaluation.errors import REFERENCE_BROKE_DEVICE
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.pool import ZygoteError, ZygoteHandle
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalRequest, EvalResult, Stage
@@ -28,6 +29,10 @@ _REQUEST_DEFAULT_TRIALS = next(f.default for f in dataclasses.fields(EvalRequest
 DEFAULT_TIMEOUT_S = {"interpreter": 300.0, "cuda": 180.0, "npu": 300.0}
 DEFAULT_MEMORY_MB = {"interpreter": 4096, "cuda": 16384, "npu": 16384}
 _SIGNAL_NAMES = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
+
+
+def _reference_broke_device(result: EvalResult) -> bool:
+    return result.error_type == ErrorType.HARNESS_ERROR and result.error_message.startswith(REFERENCE_BROKE_DEVICE)
 
 
 class Evaluator:
@@ -129,6 +134,8 @@ class Evaluator:
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self.stats = {"evaluations": 0, "cache_hits": 0, "static_rejects": 0, "worker_restarts": 0}
+        #: (task id, profile) whose reference broke the device on varied inputs: task inputs only
+        self._task_inputs_only: set[tuple[str, str]] = set()
         if start:
             for handle in self._handles:
                 threading.Thread(target=self._start_quietly, args=(handle,), daemon=True).start()
@@ -220,7 +227,16 @@ class Evaluator:
                 escaping=sorted(report.escaping),
             )
             timeout = float(request.timeout_s or self.timeout_s)
+            job.task_inputs_only = (task.id, profile) in self._task_inputs_only
+            before = EvalResult.from_dict(result.to_dict())
             result = self._run_job(job, timeout, result)
+            if _reference_broke_device(result) and not job.task_inputs_only:
+                # The reference cannot take the varied inputs on this device, and the child's
+                # device is lost: run again (and from now on) with the task's own inputs only.
+                with self._lock:
+                    self._task_inputs_only.add((task.id, profile))
+                job.task_inputs_only = True
+                result = self._run_job(job, timeout, before)
         result.stage_durations["total"] = round(time.perf_counter() - started, 4)
         with self._lock:
             self.stats["evaluations"] += 1

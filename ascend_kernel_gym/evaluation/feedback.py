@@ -31,7 +31,10 @@ _HINTS: dict[ErrorType, str] = {
     ErrorType.COMPILE_ERROR: "Fix the kernel so it compiles (tl.constexpr block sizes, power-of-2 aranges, dtypes).",
     ErrorType.RUNTIME_ERROR: "Fix the error above; check argument order, grid, strides and masks.",
     ErrorType.TIMEOUT: "Make sure every loop terminates and the grid is not excessively large.",
-    ErrorType.CRASH: "The process died: look for out-of-bounds pointers (missing masks) or wrong strides.",
+    ErrorType.CRASH: (
+        "The process died or the device reported a memory fault: look for out-of-bounds pointers (missing masks) "
+        "or wrong strides."
+    ),
     ErrorType.OOM: "Use far less memory: allocate only the output and small scratch buffers.",
     ErrorType.SANDBOX_VIOLATION: "Kernels may not use files, the network, processes or threads, or patch libraries.",
     ErrorType.WRONG_OUTPUT_TYPE: "Return a plain torch.Tensor (or the same tuple structure as the reference).",

@@ -33,6 +33,10 @@ class Job:
     #: imported names used as values; the child refuses the ones that are modules
     escaping: list[str] = field(default_factory=list)
     warm_cache: str | None = None
+    #: correctness trials draw only from the task's own input distribution: set when the task's
+    #: reference broke the device on a varied one (a device-side assert, e.g. binary_cross_entropy
+    #: on values outside [0, 1]), which no process can recover from
+    task_inputs_only: bool = False
     torch_threads: int = 1
     #: Test hook: run the profiling stage on the interpreter with wall-clock timers and a small
     #: cache flush, to exercise that code without a device. Its numbers mean nothing.

@@ -94,6 +94,49 @@ def test_static_rejection_needs_no_worker(relu_task) -> None:
         ev.close()
 
 
+def test_a_reference_that_breaks_the_device_is_rerun_on_task_inputs_only(relu_task, relu_solution) -> None:
+    from ascend_kernel_gym.evaluation.errors import REFERENCE_BROKE_DEVICE
+
+    ev = Evaluator(backend="interpreter", workers=1, start=False, cache=False)
+    jobs = []
+
+    def fake_run_job(job, timeout, base):
+        jobs.append(job.task_inputs_only)
+        result = EvalResult.from_dict(base.to_dict())
+        if not job.task_inputs_only:  # what a child reports after a device-side assert in the reference
+            result.error_type = ErrorType.HARNESS_ERROR
+            result.error_message = f"{REFERENCE_BROKE_DEVICE} (uniform): the reference model failed"
+        else:
+            result.error_type, result.correct = ErrorType.NONE, True
+        return result
+
+    ev._run_job = fake_run_job
+    try:
+        first = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution))
+        assert first.ok and jobs == [False, True]
+        second = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n"))
+        assert second.ok and jobs == [False, True, True]  # known now: straight to the task's inputs
+    finally:
+        ev.close()
+
+
+def test_task_inputs_only_job_says_so(evaluator, relu_task, relu_solution) -> None:
+    import hashlib
+
+    from ascend_kernel_gym.evaluation.job import Job
+    from ascend_kernel_gym.evaluation.static import check_source
+
+    report = check_source(relu_solution)
+    job = Job(
+        task=relu_task, code=relu_solution, code_hash=hashlib.sha256(relu_solution.encode()).hexdigest(),
+        backend="interpreter", profile="small", num_trials=3, seed=5, kernels=report.kernels, task_inputs_only=True,
+    )  # fmt: skip
+    base = EvalResult(task_id=relu_task.id, backend="interpreter", profile="small", code_hash=job.code_hash)
+    result = evaluator._run_job(job, 120.0, base)
+    assert result.ok, result.error_message
+    assert any("task's own input distribution" in w for w in result.warnings)
+
+
 def test_concurrent_calls_from_threads(evaluator, relu_task, relu_solution) -> None:
     results: list[EvalResult] = []
     lock = threading.Lock()

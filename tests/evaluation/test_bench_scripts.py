@@ -141,6 +141,8 @@ def test_gpu_redteam_replays_labelled_files_and_flags_mismatches(tmp_path) -> No
     assert bench.labels(ROOT / "tests" / "evaluation" / "redteam" / "legit_autotune.py")["expected"] == "none"
     cases = bench.load_cases(None)
     assert len(cases) >= 150 and all(case.expected for case in cases)
+    on_cuda = {c.path.name: {e.value for e in c.expected} for c in bench.load_cases("legit_constexpr_function", "cuda")}
+    assert on_cuda == {"legit_constexpr_function_helper.py": {"none", "compile_error"}}
     third_party = [c for c in cases if "third_party" in str(c.path)]
     assert third_party and all(c.task.id.startswith("file/") for c in third_party)
     out = tmp_path / "redteam.md"

@@ -3,6 +3,8 @@
 Each file says what must happen in its header::
 
     # expected: forbidden|sandbox_violation    (acceptable error types; ``none`` = must pass)
+    # expected_on_cuda: none|compile_error      (replaces ``expected`` on that backend, for
+    #                                             bench/gpu_redteam.py; these tests run the interpreter)
     # task: core/L1/transpose                   (default core/L1/relu; a ``.py`` path is a task file
     #                                             relative to tests/data, e.g. third_party/level1/x.py)
     # canary: /tmp/akg_redteam_pwned_x          (a file the candidate tries to create outside its sandbox)

@@ -1,5 +1,8 @@
 # ruff: noqa
 # expected: none
+# expected_on_cuda: none|compile_error
+# (Triton 3.6 refuses a plain helper referenced from a constexpr function, "Unsupported function referenced";
+# the interpreter's Triton 3.9 accepts it: a compile error there is Triton's verdict, not the evaluator's)
 # task: core/L1/softmax
 # Legitimate style (false-positive sweep): @triton.constexpr_function that calls a plain-Python module helper (both run in Python at compile time); __version__ string
 import torch
