@@ -188,6 +188,8 @@ class Recorder:
         #: called before every Triton launch (any module) when set: the profiling stage uses it to
         #: see launches on a stream other than the timing stream
         self.stream_probe: Callable[[], None] | None = None
+        #: the most registers any compiled kernel launched so far spilled to local memory
+        self.max_spills = 0
         #: called with the stream handle of every compiled launch when set (same purpose)
         self.stream_handle_probe: Callable[[Any], None] | None = None
         self._installed = False
@@ -313,6 +315,9 @@ class Recorder:
         def launch_metadata(kernel: Any, grid: Any, stream: Any, *args: Any) -> Any:
             if recorder.stream_handle_probe is not None:
                 recorder.stream_handle_probe(stream)
+            spills = getattr(kernel, "n_spills", None)  # set once the kernel was loaded
+            if isinstance(spills, int) and spills > recorder.max_spills:
+                recorder.max_spills = spills
             return method(kernel, grid, stream, *args)
 
         return launch_metadata
