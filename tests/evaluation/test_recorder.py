@@ -205,3 +205,20 @@ def test_fresh_allocations_forget_the_taint_of_their_address() -> None:
     recorder.forget(reused)
     assert recorder.tainted == {}
     recorder.forget(torch.empty(2, 2).to_sparse())  # no storage to forget; never raises
+
+
+def test_compiled_launches_report_their_register_spills() -> None:
+    recorder = Recorder("akg_candidate")
+    launch_metadata = recorder._probing_stream_handles(lambda kernel, grid, stream, *args: "metadata")
+
+    class Loaded:  # a CompiledKernel once its binary is loaded
+        n_spills = 12
+
+    class NotLoaded:  # before that, Triton has no spill count yet
+        pass
+
+    assert launch_metadata(NotLoaded(), (1,), 0) == "metadata" and recorder.max_spills == 0
+    launch_metadata(Loaded(), (1,), 0)
+    Loaded.n_spills = 3
+    launch_metadata(Loaded(), (1,), 0)
+    assert recorder.max_spills == 12  # the most any launch spilled
