@@ -16,6 +16,7 @@ import copy
 import gc
 import io
 import json
+import operator
 import os
 import random
 import resource
@@ -423,6 +424,7 @@ class LibrarySnapshot:
     def __init__(self) -> None:
         self.namespaces = self._namespaces()
         self.ids = self._take()
+        self._contents = self._dict_contents()
 
     @staticmethod
     def _namespaces() -> dict[str, Any]:
@@ -467,9 +469,33 @@ class LibrarySnapshot:
                         ids[(label, name)] = id(value)
         return ids
 
+    def _dicts(self) -> list[Any]:
+        """Every namespace dictionary the snapshot reads (a class's along its MRO)."""
+        found = []
+        for space in self.namespaces.values():
+            classes = space.__mro__ if isinstance(space, type) else [space]
+            found.extend(c.__dict__ for c in classes)
+        return found
+
+    def _dict_contents(self) -> list[tuple[Any, tuple[str, ...], tuple[Any, ...]]]:
+        # The values themselves are kept (not their ids), so a replaced object's address cannot
+        # be reused by its replacement.
+        return [(d, tuple(d), tuple(d.values())) for d in self._dicts()]
+
+    def _unchanged(self) -> bool:
+        """Whether no namespace dictionary changed at all (C-speed; the exact check is slower)."""
+        return all(
+            len(d) == len(keys) and tuple(d) == keys and all(map(operator.is_, values, d.values()))
+            for d, keys, values in self._contents
+        )
+
     def changed(self) -> list[str]:
+        if self._unchanged():
+            return _global_hooks()
         now = self._take()
         changed = sorted(f"{label}.{name}" for (label, name), old in self.ids.items() if now.get((label, name)) != old)
+        if not changed:
+            self._contents = self._dict_contents()  # something else changed (a lazy import): the new baseline
         return changed + _global_hooks()
 
 
