@@ -27,6 +27,10 @@ Protocol (one child, after correctness passed):
   the reference's output on the same inputs (computed again, untimed, through the harness's
   reference path), so a patch that would slow the reference down, or a call that skipped its
   work, is caught;
+- before every ``RELOCATE_EVERY``-th round, when the caller passes ``relocate`` (the child does on
+  CUDA when a kernel spills registers: ``placement.LocalMemory``), memory the harness does not
+  place is moved, untimed, and each model is called once untimed, so an evaluation samples 25
+  places of the context's local memory instead of the one its process happened to get;
 - a few rounds chosen at random are *audit* rounds: the candidate runs again, untimed, with the
   operator / launch recorder on, and its output is checked the same way, so switching
   behaviour once timing starts is caught;
