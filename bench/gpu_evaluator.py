@@ -280,8 +280,10 @@ def _phase_table(phases: list[dict[str, float]]) -> list[str]:
     return [
         "Inside `profile` (median seconds): `setup`: the first input set, the reference's first output and "
         "the arenas; `warmup`: warm-up calls; `rounds`: the timed rounds with everything between their "
-        "calls, of which `inputs` drew the fresh input sets and `checks` compared outputs (reference re-runs "
-        "included) and ran the audits:",
+        "calls, of which `inputs` drew the fresh input sets and `checks` checked the 15 checked and audited "
+        "rounds; of `checks`: `reference_reruns` ran the reference again on the round's inputs, `audit_calls` "
+        "the recorded candidate calls of the audits, `compare` the output comparisons (the rest: snapshot "
+        "checks and output copies):",
         "",
         "| part | seconds |",
         "|---|---|",

@@ -28,7 +28,7 @@ import sys
 import time
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -1400,22 +1400,26 @@ def _run_profiling(
     job, result = state.job, state.result
     atol, rtol = job.task.atol, job.task.rtol
     started = time.perf_counter()
-    spent = {"inputs": 0.0, "checks": 0.0}  # wall seconds inside the rounds, outside the timed calls
+    # Wall seconds inside the rounds, outside the timed calls: drawing inputs, and the checks
+    # (of which: reference re-runs, recorded audit calls, output comparisons).
+    spent = dict.fromkeys(("inputs", "checks", "reference_reruns", "audit_calls", "compare"), 0.0)
 
-    def make_inputs(seed: int) -> list[Any]:
+    @contextlib.contextmanager
+    def spending(part: str) -> Iterator[None]:
         t0 = time.perf_counter()
         try:
-            return cx.make_inputs(task_module, seed, "task", device)
+            yield
         finally:
-            spent["inputs"] += time.perf_counter() - t0
+            spent[part] += time.perf_counter() - t0
+
+    def make_inputs(seed: int) -> list[Any]:
+        with spending("inputs"):
+            return cx.make_inputs(task_module, seed, "task", device)
 
     def timed_part(part: Callable[[int], None]) -> Callable[[int], None]:
         def run(k: int) -> None:
-            t0 = time.perf_counter()
-            try:
+            with spending("checks"):
                 part(k)
-            finally:
-                spent["checks"] += time.perf_counter() - t0
 
         return run
 
@@ -1434,13 +1438,16 @@ def _run_profiling(
         if k not in expected:
             expected.clear()
             inputs = source[k]
-            out = cx.detach_copy(_run_reference(state, reference, cx.clone_inputs(inputs)))
-            expected[k] = (out, _precision_slack(state, reference, inputs, out))
+            with spending("reference_reruns"):
+                out = cx.detach_copy(_run_reference(state, reference, cx.clone_inputs(inputs)))
+                expected[k] = (out, _precision_slack(state, reference, inputs, out))
         return expected[k]
 
     def check_output(out: Any, k: int) -> None:
         ref_out, ref_slack = reference_output(k)
-        if not cx.outputs_close(out, ref_out, atol, rtol, ref_slack):
+        with spending("compare"):
+            close = cx.outputs_close(out, ref_out, atol, rtol, ref_slack)
+        if not close:
             raise StageError(
                 ErrorType.VALUE_MISMATCH,
                 "the output changed during timing (a result cached across calls, or work skipped once timing "
@@ -1448,7 +1455,9 @@ def _run_profiling(
             )
 
     def audit(k: int) -> None:
-        check_output(_call_candidate(state, candidate, arenas["candidate"].load(k), False).output, k)
+        with spending("audit_calls"):
+            call = _call_candidate(state, candidate, arenas["candidate"].load(k), False)
+        check_output(call.output, k)
 
     def after_candidate(k: int) -> None:
         if state.snapshot is not None:

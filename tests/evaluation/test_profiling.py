@@ -55,10 +55,13 @@ def test_timing_protocol_runs(evaluator, relu_task, relu_solution) -> None:
     assert len(samples) == len(result.timing["ref_ms_samples"]) == 12
     assert min(samples) <= result.kernel_ms <= max(samples)
     phases = result.timing["phase_s"]
-    assert set(phases) == {"setup", "warmup", "rounds", "inputs", "checks"}
+    parts = {"reference_reruns", "audit_calls", "compare"}
+    assert set(phases) == {"setup", "warmup", "rounds", "inputs", "checks", *parts}
     assert all(seconds >= 0 for seconds in phases.values())
-    # Drawing the inputs and checking outputs happen between the timed calls, so within the rounds.
+    # Drawing the inputs and checking outputs happen between the timed calls, so within the rounds;
+    # the checks' parts are within the checks.
     assert 0 < phases["inputs"] + phases["checks"] <= phases["rounds"]
+    assert 0 < sum(phases[part] for part in parts) <= phases["checks"]
     # Timing started only once the zygote confirmed that no sibling child was starting or ending.
     assert 0 <= result.timing["quiet_wait_s"] < 5
 
