@@ -253,9 +253,16 @@ def bench_relu(ev: Evaluator, backend: str, profile: str, n: int, reps: int) -> 
         "fresh_errors": [r.error_message[:200] for r in fresh_results if not r.ok],
         "warm_speedups": [r.speedup for r in warm_results],
         "warm_stage_durations": [r.stage_durations for r in warm_results],
-        "warm_timing_phases": [(r.timing or {}).get("phase_s", {}) for r in warm_results],
+        "warm_timing_phases": [_phases(r) for r in warm_results],
         "fresh_speedups": [r.speedup for r in fresh_results],
     }
+
+
+def _phases(result: EvalResult) -> dict[str, float]:
+    """The timing stage's parts, and first how long it waited for a quiet device."""
+    timing = result.timing or {}
+    phases = {"quiet_wait": timing["quiet_wait_s"]} if "quiet_wait_s" in timing else {}
+    return {**phases, **timing.get("phase_s", {})}
 
 
 # --- report ---------------------------------------------------------------------------------------------
@@ -278,12 +285,13 @@ def _phase_table(phases: list[dict[str, float]]) -> list[str]:
     if not any(phases):
         return []
     return [
-        "Inside `profile` (median seconds): `setup`: the first input set, the reference's first output and "
-        "the arenas; `warmup`: warm-up calls; `rounds`: the timed rounds with everything between their "
-        "calls, of which `inputs` drew the fresh input sets and `checks` checked the 15 checked and audited "
-        "rounds; of `checks`: `reference_reruns` ran the reference again on the round's inputs, `audit_calls` "
-        "the recorded candidate calls of the audits, `compare` the output comparisons (the rest: snapshot "
-        "checks and output copies):",
+        "Inside `profile` (median seconds): `quiet_wait`: waiting for a quiet device (the worker's "
+        "spare child still setting up its device; no timing while it does); `setup`: the first input "
+        "set, the reference's first output and the arenas; `warmup`: warm-up calls; `rounds`: the timed "
+        "rounds with everything between their calls, of which `inputs` drew the fresh input sets and "
+        "`checks` checked the 15 checked and audited rounds; of `checks`: `reference_reruns` ran the "
+        "reference again on the round's inputs, `audit_calls` the recorded candidate calls of the "
+        "audits, `compare` the output comparisons (the rest: snapshot checks and output copies):",
         "",
         "| part | seconds |",
         "|---|---|",

@@ -52,17 +52,43 @@ def run_interpreter_warmup() -> None:
     """Exercise the interpreter, the recorder's dispatch mode and the comparison code once."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from ascend_kernel_gym.evaluation import correctness as cx
-
     class _Noop(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
             return func(*args, **(kwargs or {}))
 
     with _Noop():
         _launch_all("cpu")
-    a = torch.randn(8, 8)
-    cx.compare(a, a.clone(), 1e-5, 1e-5)
-    cx.outputs_identical(a, a)
+    exercise_checks(torch.device("cpu"), (torch.float32, torch.float16, torch.bfloat16))
+
+
+def exercise_checks(device: torch.device, dtypes: tuple[torch.dtype, ...] = (torch.float32,)) -> None:
+    """Run the harness's own input and comparison code once on small tensors on ``device``.
+
+    On a GPU each library kernel is loaded at its first launch (lazy module loading, about a
+    millisecond each): an evaluation child does this for float32 before its job arrives. Not
+    more: a spare child's device work must end before a sibling's timing starts (the quiet
+    device), so every dtype added here can delay the evaluation running meanwhile.
+    """
+    from types import SimpleNamespace
+
+    from ascend_kernel_gym.evaluation import correctness as cx
+
+    for dtype in dtypes:
+        task = SimpleNamespace(get_inputs=lambda dtype=dtype: [torch.rand(64, 64, dtype=dtype), torch.randn(64)])
+        for seed, distribution in enumerate(cx.DISTRIBUTIONS):
+            inputs = cx.make_inputs(task, seed, distribution, device)
+            out = cx.detach_copy(inputs[0])
+            near = cx.clone_inputs(inputs)[0]
+            cx.outputs_close(near, out, 1e-5, 1e-5)
+            cx.outputs_identical(near, out)
+            cx.all_finite(out)
+            cx.inputs_equal(inputs, cx.clone_inputs(inputs))
+        off = out.clone()
+        off[0, 0] = float("nan")
+        cx.compare(off, out, 1e-5, 1e-5)  # the full check with its error statistics
+        cx.outputs_identical(off, out)
+        if dtype != torch.float32:
+            cx.precision_slack([out], [out.float()])
 
 
 #: (kernel, signature, constexprs) compiled by :func:`run_compile_warmup`
@@ -97,6 +123,7 @@ def run_child_warmup(device: torch.device) -> None:
     are in the warm cache), so the candidate's first call pays only for its own kernels.
     """
     _launch_all(str(device))
+    exercise_checks(device)
     getattr(torch, device.type).synchronize()
 
 

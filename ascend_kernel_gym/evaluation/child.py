@@ -103,6 +103,20 @@ class ResultWriter:
         os._exit(0)
 
 
+class _PartTimer:
+    """Records the seconds since the previous mark as ``<stage>.<part>`` (latency work only)."""
+
+    def __init__(self, durations: dict[str, float], stage: str) -> None:
+        self.durations = durations
+        self.stage = stage
+        self.last = time.perf_counter()
+
+    def __call__(self, part: str) -> None:
+        now = time.perf_counter()
+        self.durations[f"{self.stage}.{part}"] = round(now - self.last, 4)
+        self.last = now
+
+
 @dataclass
 class _State:
     job: Job
@@ -584,6 +598,7 @@ def _evaluate(state: _State, prepared: Prepared | None) -> None:
         raise prepared.error
     assert prepared.device is not None
     device = prepared.device
+    mark = _PartTimer(result.stage_durations, "compile")
     _limit_memory(job)
     result.device = _device_name(job.backend)
     try:
@@ -597,6 +612,7 @@ def _evaluate(state: _State, prepared: Prepared | None) -> None:
     state.candidate_file = candidate_file
     with open(candidate_file, "w", encoding="utf-8") as handle:
         handle.write(job.code)
+    mark("task")
     recorder = Recorder(CANDIDATE_MODULE)
     recorder.install()
     state.recorder = recorder
@@ -608,6 +624,7 @@ def _evaluate(state: _State, prepared: Prepared | None) -> None:
     check_seed = random.Random(init_seed ^ 0x2545F491).getrandbits(62)
     try:
         init_inputs, reference = _build_reference(task_module, init_seed, device)
+        mark("reference_build")
         _check_reference(state, task_module, reference, device, check_seed)
     except TaskProblemError as problem:
         raise StageError(ErrorType.HARNESS_ERROR, f"the task cannot be evaluated: {problem}") from None
@@ -635,12 +652,15 @@ def _evaluate(state: _State, prepared: Prepared | None) -> None:
                 f"{exc2}",
             ) from None
 
+    mark("reference_check")
     check_live_paths(job.paths, job.escaping)
     if job.backend == "interpreter":
         _patch_autotune_for_interpreter()
     _settle_lazy_imports()
+    mark("settle")
     snapshot = LibrarySnapshot()
     state.snapshot = snapshot
+    mark("snapshot")
 
     def on_violation(message: str) -> NoReturn:
         _apply_failure(state, StageError(ErrorType.SANDBOX_VIOLATION, f"sandbox: your code {message}"))
@@ -654,10 +674,12 @@ def _evaluate(state: _State, prepared: Prepared | None) -> None:
         library_dirs=_library_dirs(job.backend),
     )
     guard.install()
+    mark("guard")
 
     # --- compile: import, construct, first call --------------------------------------------
     module = _import_candidate(job.code, candidate_file)
     _check_snapshot(snapshot)
+    mark("import")
     model_cls = module.__dict__.get("ModelNew")
     if not isinstance(model_cls, type):
         raise StageError(ErrorType.MISSING_MODEL_NEW, "ModelNew is not a class after your module ran")
@@ -673,6 +695,7 @@ def _evaluate(state: _State, prepared: Prepared | None) -> None:
         raise StageError(ErrorType.RUNTIME_ERROR, "ModelNew instances are not callable (subclass nn.Module)")
     _copy_parameters(reference, candidate)
     _check_snapshot(snapshot)
+    mark("construct")
 
     _run_correctness(state, task_module, reference, candidate, device, rng)
     gc.enable()

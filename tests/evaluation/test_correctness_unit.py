@@ -36,6 +36,53 @@ def test_compare_tolerances_and_special_values() -> None:
     assert not cx.compare(wrong_inf, ref, atol=1e-4, rtol=1e-4).ok
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize(("atol", "rtol"), [(1e-5, 1e-5), (1e-2, 0.0), (1e-30, 1e-3), (0.5, 2.0)])
+def test_quick_close_never_accepts_what_the_float64_check_refuses(dtype, atol, rtol) -> None:
+    gen = torch.Generator().manual_seed(7)
+    ref = (torch.randn(4096, generator=gen) * torch.logspace(-4, 3.5, 4096)).to(dtype)  # finite in float16
+    bound = atol + rtol * ref.double().abs()
+    # Differences at fractions of the float64 bound around 1, where any rounding would show.
+    for fraction in (0.5, 0.999, 0.99999, 1.0, 1.00001, 1.001, 2.0):
+        cand = (ref.double() + bound * fraction * torch.sign(torch.randn(4096, generator=gen))).to(dtype)
+        exact = cx.compare(cand, ref, atol, rtol).ok
+        quick = cx.quick_close(cand, ref, atol, rtol)
+        assert not quick or exact, (fraction, dtype)
+        assert cx.outputs_close(cand, ref, atol, rtol) == exact
+    assert cx.quick_close(ref.clone(), ref, atol, rtol)
+
+
+def test_quick_close_leaves_special_values_and_mixed_inputs_to_the_full_check() -> None:
+    ref = torch.tensor([1.0, float("inf"), 3.0])
+    assert not cx.quick_close(ref.clone(), ref, 1e-4, 1e-4)  # an infinite reference needs the exact check
+    assert cx.outputs_close(ref.clone(), ref, 1e-4, 1e-4)
+    finite = torch.tensor([1.0, 2.0, 3.0])
+    assert not cx.quick_close(torch.tensor([1.0, float("nan"), 3.0]), finite, 1e-4, 1e-4)
+    assert not cx.quick_close(torch.tensor([1.0, float("inf"), 3.0]), finite, 1.0, 1e30)
+    assert not cx.quick_close(finite.double(), finite, 1e-4, 1e-4)  # different dtypes
+    assert not cx.quick_close(finite.double(), finite.double(), 1e-4, 1e-4)  # float64 is not screened
+    assert not cx.quick_close(finite, finite, 0.0, 1e-4)  # atol 0 could underflow in float32
+    assert not cx.quick_close(finite.long(), finite.long(), 1e-4, 1e-4)
+
+
+def test_quick_close_widens_the_bound_by_the_slack_only() -> None:
+    ref = torch.tensor([1.0, 2.0], dtype=torch.float16)
+    cand = torch.tensor([1.0, 2.5], dtype=torch.float16)
+    assert not cx.quick_close(cand, ref, 1e-3, 1e-3)
+    assert cx.quick_close(cand, ref, 1e-3, 1e-3, torch.tensor([0.0, 0.6]))
+    assert not cx.quick_close(cand, ref, 1e-3, 1e-3, torch.tensor([0.6, 0.0]))
+    assert not cx.quick_close(cand, ref, 1e-3, 1e-3, torch.tensor([0.6]))  # a slack of another shape
+
+
+def test_outputs_identical_is_nan_aware_and_exact() -> None:
+    a = torch.tensor([1.0, float("nan"), -0.0])
+    assert cx.outputs_identical(a, torch.tensor([1.0, float("nan"), 0.0]))
+    assert not cx.outputs_identical(a, torch.tensor([1.0, 2.0, 0.0]))
+    assert not cx.outputs_identical(a, a.double())
+    assert cx.outputs_identical(torch.arange(3), torch.arange(3))
+    assert not cx.outputs_identical(torch.arange(3), torch.arange(1, 4))
+
+
 def test_flatten_outputs_checks_structure() -> None:
     t = torch.ones(2)
     assert len(cx.flatten_outputs((t, t), (t, t))) == 2

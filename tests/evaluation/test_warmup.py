@@ -27,3 +27,25 @@ def test_compile_warmup_builds_cubins_without_initialising_a_device() -> None:
     assert out.returncode == 0, out.stderr[-3000:]
     line = [ln for ln in out.stdout.splitlines() if ln.startswith("{")][-1]
     assert line == '{"cubins": 2, "touched": false, "cuda": false}'
+
+
+
+def test_child_warmup_exercises_inputs_screen_and_full_comparison_per_dtype(monkeypatch) -> None:
+    import torch
+
+    from ascend_kernel_gym.evaluation import _warmup
+    from ascend_kernel_gym.evaluation import correctness as cx
+
+    seen: dict[str, list[object]] = {"make_inputs": [], "quick_close": [], "compare": []}
+    for name, keep in (("make_inputs", 2), ("quick_close", 0), ("compare", 0)):
+        original = getattr(cx, name)
+
+        def spy(*args, _original=original, _name=name, _keep=keep, **kwargs):
+            seen[_name].append(args[_keep].dtype if _name != "make_inputs" else args[_keep])
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(cx, name, spy)
+    _warmup.exercise_checks(torch.device("cpu"), (torch.float32, torch.bfloat16))
+    assert seen["make_inputs"] == list(cx.DISTRIBUTIONS) * 2
+    assert {torch.float32, torch.bfloat16} <= set(seen["quick_close"])
+    assert set(seen["compare"]) == {torch.float32, torch.bfloat16}  # the NaN-marked output fails the screen
