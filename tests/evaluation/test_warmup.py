@@ -29,7 +29,6 @@ def test_compile_warmup_builds_cubins_without_initialising_a_device() -> None:
     assert line == '{"cubins": 2, "touched": false, "cuda": false}'
 
 
-
 def test_child_warmup_exercises_inputs_screen_and_full_comparison_per_dtype(monkeypatch) -> None:
     import torch
 
