@@ -159,3 +159,35 @@ def test_gpu_redteam_replays_labelled_files_and_flags_mismatches(tmp_path) -> No
     assert rows[0]["cheat_passed"] == (bench.ErrorType.NONE not in case.expected) and not rows[0]["ok"]
     text = bench.render(rows, {**data["meta"], "seconds": 1.0})
     assert "1 cheats or broken kernels came back correct" in text and case.path.name in text
+
+
+EARLY_EXIT_RUNNER = """
+import runpy, sys
+sys.modules["gymnasium"] = None  # the GPU machine has no gymnasium
+sys.argv = ["bench/gpu_early_exit.py", "--backend", "interpreter", "--n", "1", "--out", sys.argv[1]]
+runpy.run_path("bench/gpu_early_exit.py", run_name="__main__")
+"""
+
+
+@pytest.mark.slow
+def test_gpu_early_exit_gets_each_kinds_verdict_on_the_interpreter(tmp_path) -> None:
+    out = tmp_path / "early.md"
+    proc = subprocess.run(
+        [sys.executable, "-c", EARLY_EXIT_RUNNER, str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]  # exit 1: a kind got another verdict
+    rows = {row["kind"]: row for row in json.loads(out.with_suffix(".json").read_text())["rows"]}
+    assert set(rows) == {"correct", "compile_error", "call_error", "wrong_output"}
+    assert rows["wrong_output"]["expected"] == "value_mismatch" and not rows["wrong_output"]["unexpected"]
+    assert rows["correct"]["median_parts_s"]["correctness"] > 0
+    assert "| call_error | runtime_error | 1 |" in out.read_text()
+
+
+def test_gpu_early_exit_candidates_differ_from_the_solution_each_time() -> None:
+    early = _load_script("gpu_early_exit")
+    solution = "x = tl.maximum(x, 0.0)\nrelu_kernel[grid](x, out, n, BLOCK_SIZE=BLOCK_SIZE)\n"
+    texts = {early.candidate(solution, kind, i) for kind in early.KINDS for i in range(2)}
+    assert len(texts) == 2 * len(early.KINDS)  # no two requests share a cache key
+    assert "undefined_name" in early.candidate(solution, "compile_error", 0)
+    with pytest.raises(SystemExit, match="update KINDS"):
+        early.candidate("nothing to replace", "wrong_output", 0)
