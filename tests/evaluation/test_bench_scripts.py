@@ -15,17 +15,26 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNNER = """
 import runpy, sys
 sys.modules["gymnasium"] = None  # the GPU machine has no gymnasium
-sys.argv = ["bench/gpu_evaluator.py", "--backend", "interpreter", "--dry-run", "--tasks", "core/L1/relu",
-            "--repeats", "1", "--relu-runs", "1", "--out", sys.argv[1]]
-runpy.run_path("bench/gpu_evaluator.py", run_name="__main__")
+script, *args = sys.argv[1:]
+sys.argv = [script, *args]
+runpy.run_path(script, run_name="__main__")
 """
+
+
+def _run_gpu_script(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run a bench script as on the GPU machine (no gymnasium), here on the CPU."""
+    return subprocess.run(
+        [sys.executable, "-c", RUNNER, script, *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
 
 
 @pytest.mark.slow
 def test_gpu_evaluator_dry_run(tmp_path) -> None:
     out = tmp_path / "gpu.md"
-    proc = subprocess.run(
-        [sys.executable, "-c", RUNNER, str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600
+    proc = _run_gpu_script(
+        "bench/gpu_evaluator.py",
+        *("--backend", "interpreter", "--dry-run", "--tasks", "core/L1/relu", "--repeats", "1"),
+        *("--relu-runs", "1", "--out", str(out)),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = out.read_text()
@@ -161,20 +170,10 @@ def test_gpu_redteam_replays_labelled_files_and_flags_mismatches(tmp_path) -> No
     assert "1 cheats or broken kernels came back correct" in text and case.path.name in text
 
 
-EARLY_EXIT_RUNNER = """
-import runpy, sys
-sys.modules["gymnasium"] = None  # the GPU machine has no gymnasium
-sys.argv = ["bench/gpu_early_exit.py", "--backend", "interpreter", "--n", "1", "--out", sys.argv[1]]
-runpy.run_path("bench/gpu_early_exit.py", run_name="__main__")
-"""
-
-
 @pytest.mark.slow
 def test_gpu_early_exit_gets_each_kinds_verdict_on_the_interpreter(tmp_path) -> None:
     out = tmp_path / "early.md"
-    proc = subprocess.run(
-        [sys.executable, "-c", EARLY_EXIT_RUNNER, str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
+    proc = _run_gpu_script("bench/gpu_early_exit.py", "--backend", "interpreter", "--n", "1", "--out", str(out))
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]  # exit 1: a kind got another verdict
     rows = {row["kind"]: row for row in json.loads(out.with_suffix(".json").read_text())["rows"]}
     assert set(rows) == {"correct", "compile_error", "call_error", "wrong_output"}
