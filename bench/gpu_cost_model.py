@@ -186,7 +186,7 @@ def make_variants(source: str, max_variants: int) -> list[tuple[str, str]]:
 def _init_worker(backend: str) -> None:
     if backend == "interpreter":
         os.environ["TRITON_INTERPRET"] = "1"
-        from ascend_kernel_gym.evaluation import interpreter_compat
+        from ascend_kernel_gym.backends import interpreter_compat
 
         interpreter_compat.install()
 
@@ -216,7 +216,7 @@ def _candidate(code: str, init: list[Any], reference: Any, device: str) -> Any:
     """The variant's ``ModelNew`` on ``device`` with the reference's parameters where they match."""
     import torch
 
-    from ascend_kernel_gym.evaluation.ascend_checks import _exec_candidate
+    from ascend_kernel_gym.ascend.checks import _exec_candidate
     from ascend_kernel_gym.tasks.runtime import exec_source
 
     candidate = _exec_candidate(code, exec_source).ModelNew(*init)
@@ -265,7 +265,7 @@ def estimate_job(job: dict[str, Any]) -> dict[str, Any]:
     for consecutive variants of the same task)."""
     import torch
 
-    from ascend_kernel_gym.evaluation.cost_model import estimate_in_process, task_roofline
+    from ascend_kernel_gym.ascend.cost_model import estimate_in_process, task_roofline
     from ascend_kernel_gym.tasks.runtime import instantiate
     from ascend_kernel_gym.tasks.suite import get_task
 
@@ -448,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from ascend_kernel_gym.evaluation.cost_model import estimate_variants
+    from ascend_kernel_gym.ascend.cost_model import estimate_variants
     from ascend_kernel_gym.tasks import load_suite
 
     if args.backend == "cuda" and not torch.cuda.is_available():

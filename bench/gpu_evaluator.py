@@ -68,8 +68,8 @@ if warm_dir == "-":
     sys.exit(0)
 if warm_dir.startswith("prepare:"):
     os.environ["TRITON_CACHE_DIR"] = warm_dir[len("prepare:"):]
-    from ascend_kernel_gym.evaluation import _warmup
-    _warmup.run_device_warmup(backend)
+    from ascend_kernel_gym.evaluation import warmup
+    warmup.run_device_warmup(backend)
     sys.exit(0)
 job.warm_cache = warm_dir or None
 from ascend_kernel_gym.evaluation.child import child_main

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ascend_kernel_gym.integrations.sb3 import KernelChoiceEnv, outcome_of
 from ascend_kernel_gym.tasks import get_task
-from ascend_kernel_gym.wrappers.sb3 import KernelChoiceEnv, outcome_of
 
 #: Two tasks with different features (category, shapes): an activation and a reduction.
 TASK_IDS = ("core/L1/relu", "core/L1/sum_dim")

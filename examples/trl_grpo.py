@@ -2,7 +2,7 @@
 
 TRL's ``GRPOTrainer(environment_factory=...)`` runs the multi-turn tool loop itself with
 ``transformers`` generation (no vLLM needed): each rollout gets its own
-:class:`~ascend_kernel_gym.wrappers.trl.AscendTritonToolEnv`, the model's ``submit_kernel``
+:class:`~ascend_kernel_gym.integrations.trl.AscendTritonToolEnv`, the model's ``submit_kernel``
 calls run the real evaluator, and ``get_reward()`` (the best score of the episode) is the
 reward.
 
@@ -104,8 +104,8 @@ def suite_corpus(suite: str = "core") -> list[str]:
 
 def tiny_setup(task_id: str, seed: int = 0) -> dict[str, Any]:
     """Tokenizer, model and generation restrictions of the offline smoke run (see the module docstring)."""
+    from ascend_kernel_gym.integrations.sb3 import with_mask_off_by_one
     from ascend_kernel_gym.tasks import get_task
-    from ascend_kernel_gym.wrappers.sb3 import with_mask_off_by_one
 
     task = get_task(task_id)
     reference = task.solution_source()
@@ -179,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bool(args.tiny) == bool(args.model):
         parser.error("pass exactly one of --model and --tiny")
 
-    from ascend_kernel_gym.wrappers.trl import build_trl_dataset, make_environment_factory
+    from ascend_kernel_gym.integrations.trl import build_trl_dataset, make_environment_factory
 
     dataset = build_trl_dataset("core", "all", task_ids=args.task_ids)
     factory = make_environment_factory(backend=args.backend, max_turns=args.max_turns)

@@ -21,7 +21,7 @@ _LAZY = {
     "LoraSettings": "ascend_kernel_gym.agents.hf",
     "SegmentGRPOConfig": "ascend_kernel_gym.agents.config",
     "SegmentGRPOTrainer": "ascend_kernel_gym.agents.trainer",
-    "KernelChoiceWrapper": "ascend_kernel_gym.agents.choice_env",
+    "KernelChoiceWrapper": "ascend_kernel_gym.wrappers.choice",
 }
 
 __all__ = [

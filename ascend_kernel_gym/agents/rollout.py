@@ -64,13 +64,13 @@ def make_env(
         env_kwargs: arguments of ``AscendTritonEnv`` (``backend``, ``max_turns``, ``reward``, ...).
         compaction: arguments of ``CompactionWrapper`` (``None``: no compaction).
         kb: arguments of ``KBRetrievalWrapper`` (``None``: no knowledge base).
-        choice: arguments of :class:`~ascend_kernel_gym.agents.choice_env.KernelChoiceWrapper` (``None``: off).
+        choice: arguments of :class:`~ascend_kernel_gym.wrappers.choice.KernelChoiceWrapper` (``None``: off).
     """
     from ascend_kernel_gym.envs.ascend_triton import AscendTritonEnv
 
     env: Any = AscendTritonEnv(**dict(env_kwargs or {}))
     if choice is not None:
-        from ascend_kernel_gym.agents.choice_env import KernelChoiceWrapper
+        from ascend_kernel_gym.wrappers.choice import KernelChoiceWrapper
 
         env = KernelChoiceWrapper(env, **dict(choice))
     if kb is not None:

@@ -4,7 +4,7 @@
 - :class:`ReferencePolicy` submits the task's bundled reference solution, optionally after a
   number of deliberately broken attempts.
 - :class:`ChoicePolicy` answers a label (``A``, ``B``, ...) for the kernel-choice env of
-  :mod:`ascend_kernel_gym.agents.choice_env`, at random with given probabilities or from a list.
+  :mod:`ascend_kernel_gym.wrappers.choice`, at random with given probabilities or from a list.
 
 These policies are stateless across a batch: the turn number of a context is read from the
 context itself (:func:`turns_so_far`), so one policy object can serve many episodes at once.

@@ -11,8 +11,8 @@ from typing import Any
 _EXPORTS = {
     "AscendTritonEnv": "ascend_kernel_gym.envs.ascend_triton",
     "DEFAULT_MAX_OBS_CHARS": "ascend_kernel_gym.envs.ascend_triton",
-    "EvaluatorClient": "ascend_kernel_gym.envs.evaluator_client",
-    "EvaluatorServer": "ascend_kernel_gym.envs.evaluator_client",
+    "EvaluatorClient": "ascend_kernel_gym.evaluation.remote",
+    "EvaluatorServer": "ascend_kernel_gym.evaluation.remote",
     "extract_code": "ascend_kernel_gym.envs.extract",
     "PRESETS": "ascend_kernel_gym.envs.rewards",
     "REWARD_MODES": "ascend_kernel_gym.envs.rewards",

@@ -14,7 +14,6 @@ import gymnasium as gym
 from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 
-from ascend_kernel_gym.envs.evaluator_client import EvaluatorClient, SharedEvaluatorRef, evaluator_id_of
 from ascend_kernel_gym.envs.extract import extract_code
 from ascend_kernel_gym.envs.rewards import (
     PRESETS,
@@ -26,6 +25,7 @@ from ascend_kernel_gym.envs.rewards import (
 )
 from ascend_kernel_gym.envs.templates import DEVICE_LABELS, TORCH_DEVICES, PromptTemplates, fill, load_templates
 from ascend_kernel_gym.envs.text import CHARSET, MIN_OBS_CHARS, render_context
+from ascend_kernel_gym.evaluation.remote import EvaluatorClient, SharedEvaluatorRef, evaluator_id_of
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalRequest, EvalResult, Stage
 from ascend_kernel_gym.tasks.task import Task
 

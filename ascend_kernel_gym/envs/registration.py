@@ -6,9 +6,9 @@ import gymnasium as gym
 
 ENTRY_POINT = "ascend_kernel_gym.envs.ascend_triton:AscendTritonEnv"
 #: The ATRL-style harness: AscendTriton-v0 with compaction and knowledge-base tips.
-ATRL_ENTRY_POINT = "ascend_kernel_gym.envs.presets:make_atrl_env"
+ATRL_ENTRY_POINT = "ascend_kernel_gym.wrappers.stack:make_atrl_env"
 #: A numeric decision problem over kernel variants, for libraries that cannot consume Text spaces (SB3).
-KERNEL_CHOICE_ENTRY_POINT = "ascend_kernel_gym.wrappers.sb3:KernelChoiceEnv"
+KERNEL_CHOICE_ENTRY_POINT = "ascend_kernel_gym.integrations.sb3:KernelChoiceEnv"
 
 
 def register_envs() -> None:

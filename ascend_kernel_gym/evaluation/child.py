@@ -46,9 +46,9 @@ from ascend_kernel_gym.evaluation.feedback import scrub_text
 from ascend_kernel_gym.evaluation.guard import SandboxGuard
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.livecheck import check_live_paths
-from ascend_kernel_gym.evaluation.policy import FILL_TORCH_OPS
 from ascend_kernel_gym.evaluation.recorder import Recorder, copied_input_piece
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalResult, Stage
+from ascend_kernel_gym.evaluation.sandbox_rules import FILL_TORCH_OPS
 from ascend_kernel_gym.tasks.runtime import instantiate
 from ascend_kernel_gym.tasks.task import AUTO_SMALL_TAG
 
@@ -307,9 +307,9 @@ def prepare(setup: ChildSetup) -> Prepared:
 def _warm_launch_path(device: torch.device) -> None:
     """Load Triton's launch path with the warm cache's kernels (an optimisation only)."""
     try:
-        from ascend_kernel_gym.evaluation import _warmup
+        from ascend_kernel_gym.evaluation import warmup
 
-        _warmup.run_child_warmup(device)
+        warmup.run_child_warmup(device)
     except Exception:  # noqa: BLE001, S110 - the candidate's first call then pays for it
         pass
 
@@ -1351,7 +1351,7 @@ def _run_ascend_hooks(
     if job.ascend_checks == "off":
         return
     try:
-        from ascend_kernel_gym.evaluation import ascend_checks
+        from ascend_kernel_gym.ascend import checks as ascend_checks
     except ImportError:
         ascend_checks = None  # type: ignore[assignment]
     if ascend_checks is not None and hasattr(ascend_checks, "run_ascend_checks"):
@@ -1373,7 +1373,7 @@ def _run_ascend_hooks(
     if job.backend != "interpreter":
         return
     try:
-        from ascend_kernel_gym.evaluation import cost_model
+        from ascend_kernel_gym.ascend import cost_model
     except ImportError:
         return
     if not (hasattr(cost_model, "instrument") and hasattr(cost_model, "estimate")):
@@ -1569,7 +1569,7 @@ def _watch_side_streams(state: _State, device: torch.device) -> Callable[[], int
 
 def _bandwidth_gbps(job: Job) -> float | None:
     try:
-        from ascend_kernel_gym.backends.chips import load_chip
+        from ascend_kernel_gym.ascend.chips import load_chip
     except ImportError:
         return None
     try:

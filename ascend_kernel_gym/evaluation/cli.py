@@ -124,7 +124,7 @@ def _ascend_report(result: EvalResult) -> str:
     if not (result.ascend_checks or result.estimate):
         return ""
     try:
-        from ascend_kernel_gym.evaluation.ascend_checks import format_ascend_report
+        from ascend_kernel_gym.ascend.checks import format_ascend_report
     except ImportError:
         return ""
     return format_ascend_report(result)

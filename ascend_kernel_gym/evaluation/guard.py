@@ -283,7 +283,7 @@ class SandboxGuard:
         if event == "import":
             if self._immediate() != "candidate":
                 return
-            from ascend_kernel_gym.evaluation.policy import ALLOWED_IMPORT_ROOTS, FORBIDDEN_MODULES
+            from ascend_kernel_gym.evaluation.sandbox_rules import ALLOWED_IMPORT_ROOTS, FORBIDDEN_MODULES
 
             module = str(args[0]) if args else ""
             root = module.split(".")[0]
@@ -314,7 +314,7 @@ class SandboxGuard:
         (those raise no ``import`` audit event)."""
         import builtins
 
-        from ascend_kernel_gym.evaluation.policy import ALLOWED_IMPORT_ROOTS, FORBIDDEN_MODULES
+        from ascend_kernel_gym.evaluation.sandbox_rules import ALLOWED_IMPORT_ROOTS, FORBIDDEN_MODULES
 
         original = builtins.__import__
         guard = self

@@ -18,18 +18,18 @@ def check_live_paths(paths: list[str], escaping: list[str] | tuple[str, ...] = (
     (``triton.language.extra.pkgutil``, ``torch.nn.functional.np``): any module object met on the
     way must itself be allowed. Runs before the candidate's code, on library objects only.
     """
-    from ascend_kernel_gym.evaluation import policy
+    from ascend_kernel_gym.evaluation import sandbox_rules
 
     def refused(name: str) -> str | None:
         parts = name.split(".")
-        if parts[0] not in policy.ALLOWED_IMPORT_ROOTS:
+        if parts[0] not in sandbox_rules.ALLOWED_IMPORT_ROOTS:
             return f"the module `{name}`"
         for part in parts:
-            if part in policy.FORBIDDEN_MODULES:
+            if part in sandbox_rules.FORBIDDEN_MODULES:
                 return f"the module `{name}`"
-        if any(allowed.startswith(name + ".") for allowed in policy.ALLOWED_PATHS):
+        if any(allowed.startswith(name + ".") for allowed in sandbox_rules.ALLOWED_PATHS):
             return None  # on the way to an allowed path (``triton.tools`` to its tensor descriptors)
-        reason = policy.forbidden_path_reason(name)
+        reason = sandbox_rules.forbidden_path_reason(name)
         return f"`{name}` ({reason})" if reason is not None else None
 
     for path in sorted(set(paths) | set(escaping)):
@@ -53,7 +53,7 @@ def check_live_paths(paths: list[str], escaping: list[str] | tuple[str, ...] = (
                 raise StageError(ErrorType.FORBIDDEN, f"`{walked}` is {why}, which is forbidden")
             elif callable(obj) and not isinstance(obj, type):
                 owner = str(getattr(obj, "__module__", "") or "")
-                if owner.split(".")[0] in policy.FORBIDDEN_MODULES:
+                if owner.split(".")[0] in sandbox_rules.FORBIDDEN_MODULES:
                     raise StageError(ErrorType.FORBIDDEN, f"`{walked}` comes from the forbidden module `{owner}`")
         if path in escaping and isinstance(obj, types.ModuleType) and walked == path:
             raise StageError(

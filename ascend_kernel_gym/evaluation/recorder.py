@@ -31,14 +31,14 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ascend_kernel_gym.evaluation.errors import StageError
-from ascend_kernel_gym.evaluation.policy import (
+from ascend_kernel_gym.evaluation.result import ErrorType, LaunchRecord
+from ascend_kernel_gym.evaluation.sandbox_rules import (
     ALLOWED_TORCH_OPS,
     DATA_TORCH_OPS,
     FILL_TORCH_OPS,
     REARRANGING_TORCH_OPS,
     UNINITIALISED_TORCH_OPS,
 )
-from ascend_kernel_gym.evaluation.result import ErrorType, LaunchRecord
 
 MAX_LAUNCH_RECORDS = 64
 #: Tensor methods that run a Python function per element, outside the dispatcher

@@ -15,7 +15,7 @@ import builtins
 import threading
 from dataclasses import dataclass, field
 
-from ascend_kernel_gym.evaluation import policy
+from ascend_kernel_gym.evaluation import sandbox_rules as rules
 from ascend_kernel_gym.evaluation.result import ErrorType
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -217,20 +217,20 @@ class _Checker(ast.NodeVisitor):
             self.report.paths.add(path)
         if root == "builtins":
             name = parts[1] if len(parts) > 1 else ""
-            if name in policy.FORBIDDEN_BUILTINS:
-                self.fail(node, f"`{name}` is forbidden: {policy.FORBIDDEN_BUILTINS[name]}")
+            if name in rules.FORBIDDEN_BUILTINS:
+                self.fail(node, f"`{name}` is forbidden: {rules.FORBIDDEN_BUILTINS[name]}")
             return
-        if root in policy.FORBIDDEN_MODULES or root not in policy.ALLOWED_IMPORT_ROOTS:
+        if root in rules.FORBIDDEN_MODULES or root not in rules.ALLOWED_IMPORT_ROOTS:
             self.fail(node, f"module `{root}` is forbidden ({self._allowed_hint()})")
             return
         for part in parts[1:]:
-            if part in policy.FORBIDDEN_MODULES:
+            if part in rules.FORBIDDEN_MODULES:
                 self.fail(node, f"`{path}` reaches the forbidden module `{part}`")
                 return
             if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
                 self.fail(node, f"`{path}` uses a private API (names starting with `_` are off limits)")
                 return
-        reason = policy.forbidden_path_reason(path)
+        reason = rules.forbidden_path_reason(path)
         if reason is not None:
             self.fail(node, f"`{path}` is forbidden: {reason}")
             return
@@ -239,7 +239,7 @@ class _Checker(ast.NodeVisitor):
 
     @staticmethod
     def _allowed_hint() -> str:
-        allowed = sorted(policy.ALLOWED_IMPORT_ROOTS - {"__future__"})
+        allowed = sorted(rules.ALLOWED_IMPORT_ROOTS - {"__future__"})
         return "a kernel may import only " + ", ".join(allowed)
 
     # --- pre-pass: aliases --------------------------------------------------------------------
@@ -367,18 +367,18 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Name(self, node: ast.Name) -> None:
         is_dunder = node.id.startswith("__") and node.id.endswith("__")
-        if is_dunder and isinstance(node.ctx, (ast.Store, ast.Del)) and node.id not in policy.ASSIGNABLE_DUNDER_NAMES:
+        if is_dunder and isinstance(node.ctx, (ast.Store, ast.Del)) and node.id not in rules.ASSIGNABLE_DUNDER_NAMES:
             self.fail(node, f"assigning to `{node.id}` is forbidden")
             return
-        if is_dunder and node.id not in policy.SAFE_DUNDER_NAMES:
+        if is_dunder and node.id not in rules.SAFE_DUNDER_NAMES:
             self.fail(node, f"the name `{node.id}` is forbidden (dunder names reach interpreter internals)")
             return
         path = self.resolve(node)
         if path and path.startswith("builtins."):
             name = path.split(".", 1)[1]
-            if name in policy.FORBIDDEN_BUILTINS:
-                self.fail(node, f"`{name}` is forbidden: {policy.FORBIDDEN_BUILTINS[name]}")
-            elif name in policy.ATTR_BUILTINS and not getattr(node, "_akg_called", False):
+            if name in rules.FORBIDDEN_BUILTINS:
+                self.fail(node, f"`{name}` is forbidden: {rules.FORBIDDEN_BUILTINS[name]}")
+            elif name in rules.ATTR_BUILTINS and not getattr(node, "_akg_called", False):
                 self.fail(node, f"`{name}` may only be called directly with a literal attribute name")
         if (self._kernel_depth or self._constexpr_depth) and path and path.split(".")[0] == "torch":
             self.fail(
@@ -410,7 +410,7 @@ class _Checker(ast.NodeVisitor):
         """``self._x`` / ``cls._x`` inside a method (the first parameter of a function defined in a
         class body), for a name the candidate itself defines on its classes or instances; or
         namedtuple's public API (``._replace``, ``._fields`` ...)."""
-        if node.attr in policy.NAMEDTUPLE_API:
+        if node.attr in rules.NAMEDTUPLE_API:
             return True
         if node.attr not in self._own_attributes:
             return False
@@ -461,11 +461,11 @@ class _Checker(ast.NodeVisitor):
             is_dunder = attr.startswith("__") and attr.endswith("__")
             if is_dunder and isinstance(node.ctx, (ast.Store, ast.Del)):
                 self.fail(node, f"assigning to `{attr}` is forbidden (changing special methods or classes)")
-            elif is_dunder and attr not in policy.SAFE_DUNDER_ATTRS:
+            elif is_dunder and attr not in rules.SAFE_DUNDER_ATTRS:
                 self.fail(node, f"attribute `{attr}` is forbidden (dunder access is how sandboxes are escaped)")
-            elif attr in policy.FORBIDDEN_ATTRS:
-                self.fail(node, f"attribute `.{attr}` is forbidden: {policy.FORBIDDEN_ATTRS[attr]}")
-            elif attr in policy.FORBIDDEN_ATTR_NAMES:
+            elif attr in rules.FORBIDDEN_ATTRS:
+                self.fail(node, f"attribute `.{attr}` is forbidden: {rules.FORBIDDEN_ATTRS[attr]}")
+            elif attr in rules.FORBIDDEN_ATTR_NAMES:
                 self.fail(
                     node, f"attribute `.{attr}` is forbidden (it reaches a forbidden module or interpreter internals)"
                 )
@@ -476,10 +476,10 @@ class _Checker(ast.NodeVisitor):
                     "your own classes and instances, for names your code defines: `self._x` in a method, `cls._x`, "
                     "`ModelNew._x`)",
                 )
-            elif attr in policy.FORBIDDEN_KERNEL_ATTRS:
+            elif attr in rules.FORBIDDEN_KERNEL_ATTRS:
                 self.fail(
                     node,
-                    f"attribute `.{attr}` is forbidden: {policy.FORBIDDEN_KERNEL_ATTRS[attr]}",
+                    f"attribute `.{attr}` is forbidden: {rules.FORBIDDEN_KERNEL_ATTRS[attr]}",
                 )
         if path is not None and self._forward_depth and not self._kernel_depth:
             self._hint_compute(node, path)
@@ -512,11 +512,11 @@ class _Checker(ast.NodeVisitor):
                 attr = node.args[1].value
                 if name == "setattr" and attr.startswith("__") and attr.endswith("__"):
                     self.fail(node, f"`setattr(..., {attr!r})` is forbidden (changing special methods)")
-                elif attr.startswith("__") and attr.endswith("__") and attr not in policy.SAFE_DUNDER_ATTRS:
+                elif attr.startswith("__") and attr.endswith("__") and attr not in rules.SAFE_DUNDER_ATTRS:
                     self.fail(node, f"`{name}(..., {attr!r})` is forbidden (dunder access)")
-                elif attr in policy.FORBIDDEN_ATTRS:
-                    self.fail(node, f"`{name}(..., {attr!r})` is forbidden: {policy.FORBIDDEN_ATTRS[attr]}")
-                elif attr in policy.FORBIDDEN_ATTR_NAMES or attr in policy.FORBIDDEN_KERNEL_ATTRS:
+                elif attr in rules.FORBIDDEN_ATTRS:
+                    self.fail(node, f"`{name}(..., {attr!r})` is forbidden: {rules.FORBIDDEN_ATTRS[attr]}")
+                elif attr in rules.FORBIDDEN_ATTR_NAMES or attr in rules.FORBIDDEN_KERNEL_ATTRS:
                     self.fail(
                         node, f"`{name}(..., {attr!r})` is forbidden (a forbidden module or interpreter internals)"
                     )
@@ -543,8 +543,8 @@ class _Checker(ast.NodeVisitor):
                         "@triton.jit functions",
                     )
         for keyword in node.keywords:
-            if keyword.arg in policy.FORBIDDEN_KEYWORDS:
-                self.fail(node, f"the keyword `{keyword.arg}=` is forbidden: {policy.FORBIDDEN_KEYWORDS[keyword.arg]}")
+            if keyword.arg in rules.FORBIDDEN_KEYWORDS:
+                self.fail(node, f"the keyword `{keyword.arg}=` is forbidden: {rules.FORBIDDEN_KEYWORDS[keyword.arg]}")
         if func_path is not None:
             self.check_path(node, func_path)
         path = self.resolve(node)  # ``getattr(module, "name")`` is ``module.name``, maybe a module
@@ -555,9 +555,9 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
-        if isinstance(node.value, str) and node.value in policy.FORBIDDEN_KEYWORDS:
+        if isinstance(node.value, str) and node.value in rules.FORBIDDEN_KEYWORDS:
             # ``**{"post_hook": f}`` or a dict built elsewhere and unpacked into a call
-            self.fail(node, f"the name {node.value!r} is forbidden: {policy.FORBIDDEN_KEYWORDS[node.value]}")
+            self.fail(node, f"the name {node.value!r} is forbidden: {rules.FORBIDDEN_KEYWORDS[node.value]}")
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         if isinstance(node.op, ast.MatMult) and self._forward_depth and not self._kernel_depth:
@@ -593,7 +593,7 @@ class _Checker(ast.NodeVisitor):
             if keyword.arg == "metaclass":
                 self.fail(node, f"class `{node.name}` sets a metaclass; metaclasses are forbidden")
         for stmt in node.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in policy.FORBIDDEN_DUNDER_DEFS:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in rules.FORBIDDEN_DUNDER_DEFS:
                 self.fail(stmt, f"defining `{stmt.name}` is forbidden")
         self.generic_visit(node)
 
@@ -630,14 +630,14 @@ class _Checker(ast.NodeVisitor):
             return True
         for decorator in node.decorator_list:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            if self.resolve(target) in policy.TRITON_CONSTEXPR_FUNCTION_PATHS:
+            if self.resolve(target) in rules.TRITON_CONSTEXPR_FUNCTION_PATHS:
                 return True
         return False
 
     def is_kernel(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         for decorator in node.decorator_list:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
-            if self.resolve(target) in policy.TRITON_JIT_PATHS:
+            if self.resolve(target) in rules.TRITON_JIT_PATHS:
                 return True
         return False
 
@@ -660,7 +660,7 @@ class _Checker(ast.NodeVisitor):
             )
         # ``kernel = triton.jit(fn)`` also counts.
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.Call) and self.resolve(node.func) in policy.TRITON_JIT_PATHS and node.args:
+            if isinstance(node, ast.Call) and self.resolve(node.func) in rules.TRITON_JIT_PATHS and node.args:
                 arg = node.args[0]
                 if isinstance(arg, ast.Name):
                     self.report.kernels.append(arg.id)

@@ -223,7 +223,7 @@ class Zygote:
                 __import__(optional)
             except Exception:  # noqa: BLE001, S110 - optional modules
                 pass
-        for optional in ("ascend_kernel_gym.evaluation.ascend_checks", "ascend_kernel_gym.evaluation.cost_model"):
+        for optional in ("ascend_kernel_gym.ascend.checks", "ascend_kernel_gym.ascend.cost_model"):
             try:
                 __import__(optional)
             except Exception:  # noqa: BLE001, S110 - written by another part; absent is fine
@@ -232,10 +232,11 @@ class Zygote:
 
         _settle_lazy_imports()  # imports torch._dynamo once here instead of in every child
         if self.backend == "interpreter":
-            from ascend_kernel_gym.evaluation import _warmup, interpreter_compat
+            from ascend_kernel_gym.backends import interpreter_compat
+            from ascend_kernel_gym.evaluation import warmup
 
             interpreter_compat.install()  # NumPy >= 2.4 with triton <= 3.6
-            _warmup.run_interpreter_warmup()
+            warmup.run_interpreter_warmup()
         else:
             self._warm_device()
         # Everything imported so far is permanent: children's collections (the harness runs one
@@ -279,9 +280,9 @@ class Zygote:
             code = 1
             try:
                 os.environ["TRITON_CACHE_DIR"] = warm_dir
-                from ascend_kernel_gym.evaluation import _warmup
+                from ascend_kernel_gym.evaluation import warmup
 
-                _warmup.run_device_warmup(self.backend, target_file)
+                warmup.run_device_warmup(self.backend, target_file)
                 code = 0
             finally:
                 os._exit(code)
@@ -311,9 +312,9 @@ class Zygote:
         previous = os.environ.get("TRITON_CACHE_DIR")
         os.environ["TRITON_CACHE_DIR"] = scratch
         try:
-            from ascend_kernel_gym.evaluation import _warmup
+            from ascend_kernel_gym.evaluation import warmup
 
-            _warmup.run_compile_warmup(target)
+            warmup.run_compile_warmup(target)
             return not _device_touched()
         except Exception:  # noqa: BLE001 - an optimisation: children compile cold without it
             return False

@@ -1,4 +1,4 @@
-"""Wrappers: context compaction, knowledge-base tips, and adapters for external RL libraries.
+"""Gymnasium wrappers (context compaction, knowledge-base tips, kernel choice) and the one stack builder.
 
 Names resolve lazily so that ``import ascend_kernel_gym.wrappers`` stays light.
 """
@@ -11,12 +11,9 @@ from typing import Any
 _EXPORTS = {
     "CompactionWrapper": "ascend_kernel_gym.wrappers.compaction",
     "KBRetrievalWrapper": "ascend_kernel_gym.wrappers.kb_retrieval",
-    "KernelChoiceEnv": "ascend_kernel_gym.wrappers.sb3",
-    "kernel_variants": "ascend_kernel_gym.wrappers.sb3",
-    "AscendTritonToolEnv": "ascend_kernel_gym.wrappers.trl",
-    "TRLEnvConfig": "ascend_kernel_gym.wrappers.trl",
-    "build_trl_dataset": "ascend_kernel_gym.wrappers.trl",
-    "make_environment_factory": "ascend_kernel_gym.wrappers.trl",
+    "KernelChoiceWrapper": "ascend_kernel_gym.wrappers.choice",
+    "ATRL_DEFAULTS": "ascend_kernel_gym.wrappers.stack",
+    "make_atrl_env": "ascend_kernel_gym.wrappers.stack",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -8,11 +8,11 @@ import pytest
 pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-from ascend_kernel_gym.agents.choice_env import KernelChoiceWrapper, default_choices  # noqa: E402
 from ascend_kernel_gym.agents.rollout import collect_rollouts, env_delta_text  # noqa: E402
 from ascend_kernel_gym.agents.scripted import ChoicePolicy, ReferencePolicy  # noqa: E402
 from ascend_kernel_gym.agents.trainer import response_logprobs  # noqa: E402
 from ascend_kernel_gym.tasks.suite import get_task  # noqa: E402
+from ascend_kernel_gym.wrappers.choice import KernelChoiceWrapper, default_choices  # noqa: E402
 
 TASKS = ["core/L1/relu", "core/L1/gelu"]
 

@@ -6,7 +6,7 @@ import pytest
 
 from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, Evaluator, render_feedback
 
-pytest.importorskip("ascend_kernel_gym.evaluation.ascend_checks")
+pytest.importorskip("ascend_kernel_gym.ascend.checks")
 
 BREAK = "        if block > 1_000_000_000:\n            break\n"
 

@@ -20,7 +20,7 @@ ROOT = HERE.parents[1]
 
 def test_guard_policy() -> None:
     proc = subprocess.run(
-        [sys.executable, str(HERE / "guard_scenarios.py")],
+        [sys.executable, str(HERE.parent / "support" / "guard_scenarios.py")],
         capture_output=True,
         text=True,
         timeout=120,

@@ -212,7 +212,7 @@ def test_ascend_rule_findings_bring_their_entries(kb: KnowledgeBase) -> None:
 
 
 def test_every_ascend_rule_names_an_existing_entry(kb: KnowledgeBase) -> None:
-    from ascend_kernel_gym.evaluation.ascend_checks import RULES
+    from ascend_kernel_gym.ascend.checks import RULES
 
     missing = {rule.id: rule.kb_id for rule in RULES.values() if rule.kb_id not in kb}
     assert not missing

@@ -10,16 +10,16 @@ from gymnasium.utils.env_checker import check_env
 
 import ascend_kernel_gym  # noqa: F401
 from ascend_kernel_gym.envs.ascend_triton import AscendTritonEnv
-from ascend_kernel_gym.envs.presets import make_atrl_env
 from ascend_kernel_gym.tasks import get_task
 from ascend_kernel_gym.wrappers.compaction import CompactionWrapper
 from ascend_kernel_gym.wrappers.kb_retrieval import KBRetrievalWrapper
+from ascend_kernel_gym.wrappers.stack import make_atrl_env
 
 TEST_ID = "AscendTritonPresetTest-v0"
 
 
 def test_atrl_preset_registers_builds_the_stack_and_passes_check_env() -> None:
-    gym.register(id=TEST_ID, entry_point="ascend_kernel_gym.envs.presets:make_atrl_env", nondeterministic=True)
+    gym.register(id=TEST_ID, entry_point="ascend_kernel_gym.wrappers.stack:make_atrl_env", nondeterministic=True)
     try:
         env = gym.make(TEST_ID, task_ids=[RELU], backend="interpreter", kb_dense=False, budget_tokens=4096)
         kb_layer = env.env.env  # PassiveEnvChecker -> OrderEnforcing -> KBRetrievalWrapper

@@ -8,7 +8,7 @@ import pickle
 import pytest
 from env_helpers import RELU, FakeEvaluator
 
-from ascend_kernel_gym.envs.evaluator_client import EvaluatorClient, EvaluatorServer, evaluator_id_of, parse_address
+from ascend_kernel_gym.evaluation.remote import EvaluatorClient, EvaluatorServer, evaluator_id_of, parse_address
 from ascend_kernel_gym.evaluation.result import EvalRequest
 from ascend_kernel_gym.tasks import get_task
 

@@ -17,8 +17,7 @@ import numpy as np
 import pytest
 
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
-from ascend_kernel_gym.tasks import get_task, load_suite
-from ascend_kernel_gym.wrappers.sb3 import (
+from ascend_kernel_gym.integrations.sb3 import (
     DEFAULT_MENU,
     OUTCOMES,
     KernelChoiceEnv,
@@ -30,6 +29,7 @@ from ascend_kernel_gym.wrappers.sb3 import (
     with_launch_skipped,
     with_mask_off_by_one,
 )
+from ascend_kernel_gym.tasks import get_task, load_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "integrations.md"

@@ -54,9 +54,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ascend_kernel_gym.backends.chips import ChipProfile, resolve_chip
-from ascend_kernel_gym.evaluation.interpreter_compat import scalar as _scalar
-from ascend_kernel_gym.evaluation.interpreter_compat import wrap_patch_lang_tensor
+from ascend_kernel_gym.ascend.chips import ChipProfile, resolve_chip
+from ascend_kernel_gym.backends.interpreter_compat import scalar as _scalar
+from ascend_kernel_gym.backends.interpreter_compat import wrap_patch_lang_tensor
 
 __all__ = [
     "KernelCounters",
@@ -1074,7 +1074,7 @@ def estimate_variants(
 
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "ascend_kernel_gym.evaluation.cost_model"],
+            [sys.executable, "-m", "ascend_kernel_gym.ascend.cost_model"],
             input=pickle.dumps(payload),
             capture_output=True,
             timeout=timeout_s,
@@ -1182,7 +1182,7 @@ def estimate_in_process(
     """
     import torch
 
-    from ascend_kernel_gym.evaluation.ascend_checks import _exec_candidate
+    from ascend_kernel_gym.ascend.checks import _exec_candidate
     from ascend_kernel_gym.tasks.runtime import exec_source
 
     def to_cpu(value: Any) -> Any:

@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from ascend_kernel_gym.backends.chips import load_chip
-from ascend_kernel_gym.evaluation.cost_model import (
+from ascend_kernel_gym.ascend.chips import load_chip
+from ascend_kernel_gym.ascend.cost_model import (
     KernelCounters,
     LaunchCounters,
     estimate,
@@ -98,7 +98,7 @@ def _run_add(kernels, n: int, block: int, max_programs: int | None = None):
     import torch
     import triton
 
-    from ascend_kernel_gym.evaluation.cost_model import instrument
+    from ascend_kernel_gym.ascend.cost_model import instrument
 
     x, y = torch.randn(n), torch.randn(n)
     out = torch.empty(n)
@@ -128,7 +128,7 @@ def test_elementwise_counts_honour_the_masked_tail(kernels) -> None:
 def test_reduction_counts(kernels) -> None:
     import torch
 
-    from ascend_kernel_gym.evaluation.cost_model import instrument
+    from ascend_kernel_gym.ascend.cost_model import instrument
 
     rows, cols, block = 5, 300, 128
     x = torch.randn(rows, cols)
@@ -149,7 +149,7 @@ def test_matmul_counts(kernels) -> None:
     import torch
     import triton
 
-    from ascend_kernel_gym.evaluation.cost_model import instrument
+    from ascend_kernel_gym.ascend.cost_model import instrument
 
     M, N, K, B = 40, 24, 50, 16
     a, b = torch.randn(M, K), torch.randn(K, N)
@@ -189,7 +189,7 @@ def test_sampling_is_exact_for_a_uniform_grid_with_a_tail(kernels) -> None:
 def test_instrument_restores_the_interpreter(kernels) -> None:
     from triton.runtime import interpreter
 
-    from ascend_kernel_gym.evaluation.cost_model import instrument
+    from ascend_kernel_gym.ascend.cost_model import instrument
 
     before = {
         name: interpreter.InterpreterBuilder.__dict__.get(name)
@@ -246,8 +246,8 @@ def test_scalar_conversion_of_interpreter_values() -> None:
 
     import numpy as np
 
-    from ascend_kernel_gym.evaluation.cost_model import _scalar, _to_int
-    from ascend_kernel_gym.evaluation.interpreter_compat import tensor_index as _tensor_index
+    from ascend_kernel_gym.ascend.cost_model import _scalar, _to_int
+    from ascend_kernel_gym.backends.interpreter_compat import tensor_index as _tensor_index
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no NumPy < 2.4 DeprecationWarning either
@@ -295,7 +295,7 @@ def test_instrument_survives_triton_36_tensor_index(kernels, monkeypatch: pytest
     import torch
     from triton.runtime import interpreter
 
-    from ascend_kernel_gym.evaluation.cost_model import instrument
+    from ascend_kernel_gym.ascend.cost_model import instrument
 
     original = interpreter._patch_lang_tensor
 
@@ -325,7 +325,7 @@ def test_a_failing_count_never_breaks_the_kernel(kernels, monkeypatch: pytest.Mo
     outputs intact and is reported: ``uncounted`` on the launch, a lower-bound note in the estimate."""
     import torch
 
-    from ascend_kernel_gym.evaluation import cost_model
+    from ascend_kernel_gym.ascend import cost_model
 
     def broken(mask, shape):
         raise ValueError("drifted interpreter internals")
@@ -445,7 +445,7 @@ def test_estimate_round_trips_counter_dicts() -> None:
 def test_task_roofline_counts_matmul_flops_and_io_bytes() -> None:
     import torch
 
-    from ascend_kernel_gym.evaluation.cost_model import task_roofline
+    from ascend_kernel_gym.ascend.cost_model import task_roofline
 
     class Model(torch.nn.Module):
         def forward(self, a, b):
@@ -463,7 +463,7 @@ def test_task_roofline_counts_matmul_flops_and_io_bytes() -> None:
 
 
 def test_estimate_variants_run_in_a_separate_interpreter_process() -> None:
-    from ascend_kernel_gym.evaluation.cost_model import estimate_variants
+    from ascend_kernel_gym.ascend.cost_model import estimate_variants
     from ascend_kernel_gym.tasks.suite import get_task
 
     task = get_task("core/L1/relu")
@@ -487,7 +487,7 @@ def test_estimate_in_process_reexecutes_the_source_under_the_interpreter(monkeyp
 
     import torch
 
-    from ascend_kernel_gym.evaluation.cost_model import estimate_in_process
+    from ascend_kernel_gym.ascend.cost_model import estimate_in_process
     from ascend_kernel_gym.tasks.runtime import instantiate
     from ascend_kernel_gym.tasks.suite import get_task
 

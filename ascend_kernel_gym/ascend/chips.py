@@ -1,6 +1,6 @@
 """Chip profiles (Ascend NPUs and an H200 for validating the cost model), stored as JSON data.
 
-Each bundled profile is one JSON file in ``backends/chips/``. Figures are of three kinds, and the
+Each bundled profile is one JSON file in ``ascend/chips/``. Figures are of three kinds, and the
 JSON says which is which:
 
 - vendor / platform figures (CANN platform ini files, NVIDIA datasheets): plain keys;

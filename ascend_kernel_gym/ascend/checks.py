@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ascend_kernel_gym.backends.chips import ChipProfile, resolve_chip
+from ascend_kernel_gym.ascend.chips import ChipProfile, resolve_chip
 from ascend_kernel_gym.evaluation.result import LaunchRecord
 
 __all__ = [

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from ascend_kernel_gym.evaluation.interpreter_compat import scalar, wrap_patch_lang_tensor
+from ascend_kernel_gym.backends.interpreter_compat import scalar, wrap_patch_lang_tensor
 
 np = pytest.importorskip("numpy")
 
@@ -37,7 +37,7 @@ def row_sum(x, out, cols, BLOCK: tl.constexpr):
 
 x = torch.randn(3, 300); out = torch.empty(3)
 if sys.argv[1] == "install":
-    from ascend_kernel_gym.evaluation import interpreter_compat
+    from ascend_kernel_gym.backends import interpreter_compat
     assert interpreter_compat.install() and interpreter_compat.install()  # idempotent
 try:
     row_sum[(3,)](x, out, 300, BLOCK=128)

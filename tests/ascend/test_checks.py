@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ascend_kernel_gym.backends.chips import load_chip
-from ascend_kernel_gym.evaluation.ascend_checks import RULES, format_ascend_report, run_ascend_checks
+from ascend_kernel_gym.ascend.checks import RULES, format_ascend_report, run_ascend_checks
+from ascend_kernel_gym.ascend.chips import load_chip
 from ascend_kernel_gym.evaluation.result import EvalResult, LaunchRecord
 
 REPO = Path(__file__).resolve().parents[2]
@@ -708,7 +708,7 @@ def _solution_tasks():
 
 @pytest.fixture(scope="module")
 def solution_findings() -> dict[str, list[dict]]:
-    from ascend_kernel_gym.evaluation.ascend_checks import capture_launches
+    from ascend_kernel_gym.ascend.checks import capture_launches
 
     out = {}
     for task in _solution_tasks():

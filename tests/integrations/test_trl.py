@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
-from ascend_kernel_gym.tasks import get_task, load_suite
-from ascend_kernel_gym.wrappers.trl import (
+from ascend_kernel_gym.integrations.trl import (
     DEFAULT_INSTRUCTION,
     AscendTritonToolEnv,
     TRLEnvConfig,
     build_trl_dataset,
     make_environment_factory,
 )
+from ascend_kernel_gym.tasks import get_task, load_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "integrations.md"
