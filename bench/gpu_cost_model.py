@@ -216,10 +216,10 @@ def _candidate(code: str, init: list[Any], reference: Any, device: str) -> Any:
     """The variant's ``ModelNew`` on ``device`` with the reference's parameters where they match."""
     import torch
 
-    from ascend_kernel_gym.ascend.checks import _exec_candidate
+    from ascend_kernel_gym.ascend.capture import exec_candidate
     from ascend_kernel_gym.tasks.runtime import exec_source
 
-    candidate = _exec_candidate(code, exec_source).ModelNew(*init)
+    candidate = exec_candidate(code, exec_source).ModelNew(*init)
     if isinstance(reference, torch.nn.Module) and isinstance(candidate, torch.nn.Module):
         candidate = candidate.to(device)
         mine = candidate.state_dict()
