@@ -2,7 +2,7 @@
 
 On an H200 most tasks of the evaluator's table (bench/results/gpu_evaluator_h200.md) repeat their
 speedup within 3% over 5 evaluations; a few do not. This script separates three candidate causes,
-timing with the evaluator's own primitives (``profiling._timed_call``: L2 flush, launch cushion,
+timing with the evaluator's own primitives (``timing.timed_call``: L2 flush, launch cushion,
 device events) so that the numbers are comparable with the evaluator's:
 
 1. *placement*: one process, ``--placements`` input allocations per model, timed in
@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402, F401  (before the package: works without gymnasium)
 import torch  # noqa: E402
 
-from ascend_kernel_gym.evaluation import profiling  # noqa: E402
+from ascend_kernel_gym.evaluation import timing  # noqa: E402
 
 SUITE = ROOT / "ascend_kernel_gym" / "tasks" / "suites" / "core"
 SMI_FIELDS = (
@@ -112,13 +112,13 @@ class Placements:
 
 
 def timed_median(call: Any, flush: torch.Tensor, fills: int, reps: int) -> float:
-    times = [profiling._timed_call(call, torch.cuda, flush, fills, profiling.STREAM_MODE, i) for i in range(reps)]
+    times = [timing.timed_call(call, torch.cuda, flush, fills, timing.STREAM_MODE, i) for i in range(reps)]
     return statistics.median(times)
 
 
 def placement_matrix(models: dict[str, tuple[torch.nn.Module, Any]], placements: int, cycles: int, reps: int) -> dict:
-    flush = torch.empty(profiling.FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-    fills, _ = profiling._cushion(torch.cuda, flush, profiling.CUSHION_MS)
+    flush = torch.empty(timing.FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    fills, _ = timing.cushion(torch.cuda, flush, timing.CUSHION_MS)
     out: dict[str, Any] = {}
     for key, (model, task_mod) in models.items():
         sets = Placements(model, task_mod, placements)
@@ -139,8 +139,8 @@ def placement_matrix(models: dict[str, tuple[torch.nn.Module, Any]], placements:
 
 def heat_run(models: dict[str, tuple[torch.nn.Module, Any]], seconds: float, window_s: float) -> list[dict]:
     """Interleave the models on 2 placements each for ``seconds``; one median per model per window."""
-    flush = torch.empty(profiling.FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-    fills, _ = profiling._cushion(torch.cuda, flush, profiling.CUSHION_MS)
+    flush = torch.empty(timing.FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    fills, _ = timing.cushion(torch.cuda, flush, timing.CUSHION_MS)
     sets = {key: Placements(model, mod, 2) for key, (model, mod) in models.items()}
     windows = []
     start = time.perf_counter()
@@ -151,7 +151,7 @@ def heat_run(models: dict[str, tuple[torch.nn.Module, Any]], seconds: float, win
             samples: dict[str, list[float]] = {key: [] for key in sets}
             while time.perf_counter() - window_start < window_s:
                 for key, s in sets.items():
-                    samples[key].append(profiling._timed_call(s.call(i % 2), torch.cuda, flush, fills, "stream", i))
+                    samples[key].append(timing.timed_call(s.call(i % 2), torch.cuda, flush, fills, "stream", i))
                 i += 1
             windows.append({"t": time.time(), **{key: statistics.median(v) for key, v in samples.items()}})
     return windows
@@ -223,8 +223,8 @@ def _spacer(rng: random.Random) -> torch.Tensor:
 def perturb_rounds(models: dict[str, tuple[torch.nn.Module, Any]], rounds: int, reps: int, seed: int) -> dict:
     """Per model, ``rounds`` timed cells; before each, one of ``PERTURBATIONS`` in turn."""
     rng = random.Random(seed)
-    flush = torch.empty(profiling.FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-    fills, _ = profiling._cushion(torch.cuda, flush, profiling.CUSHION_MS)
+    flush = torch.empty(timing.FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    fills, _ = timing.cushion(torch.cuda, flush, timing.CUSHION_MS)
     kept: list[torch.Tensor] = []  # spacers stay alive, so later allocations land elsewhere
     out: dict[str, list[dict[str, Any]]] = {}
     with torch.no_grad():

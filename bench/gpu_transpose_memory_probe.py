@@ -15,7 +15,7 @@ level belongs to and whether it is a property of the buffer or of the moment:
 
 Each fresh process runs all three; one more process runs with the expandable-segments allocator
 (virtual memory mapped in 2 MB granules). Timing uses the evaluator's own primitive
-(``profiling._timed_call``: L2 flush, launch cushion, CUDA events), median of ``--reps``.
+(``timing.timed_call``: L2 flush, launch cushion, CUDA events), median of ``--reps``.
 
     python bench/gpu_transpose_memory_probe.py --out-dir $OUT
 """
@@ -39,7 +39,7 @@ import _bootstrap  # noqa: F401  (before the package: works without gymnasium)
 import torch
 from gpu_timing_probe import build
 
-from ascend_kernel_gym.evaluation import profiling
+from ascend_kernel_gym.evaluation import timing
 
 SHAPE = (16, 4096, 4096)
 
@@ -47,15 +47,14 @@ SHAPE = (16, 4096, 4096)
 class Timer:
     def __init__(self, reps: int) -> None:
         self.reps = reps
-        self.flush = torch.empty(profiling.FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-        self.fills, _ = profiling._cushion(torch.cuda, self.flush, profiling.CUSHION_MS)
+        self.flush = torch.empty(timing.FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+        self.fills, _ = timing.cushion(torch.cuda, self.flush, timing.CUSHION_MS)
 
     def median_ms(self, call: Any) -> float:
         for _ in range(2):
             call()
         times = [
-            profiling._timed_call(call, torch.cuda, self.flush, self.fills, profiling.STREAM_MODE, i)
-            for i in range(self.reps)
+            timing.timed_call(call, torch.cuda, self.flush, self.fills, timing.STREAM_MODE, i) for i in range(self.reps)
         ]
         return round(statistics.median(times), 4)
 
@@ -111,8 +110,8 @@ def flush_levels(x: torch.Tensor, out: torch.Tensor, buffers: int, reps: int) ->
     """The copy on one (input, output) pair, timed behind each of ``buffers`` L2-flush buffers, with
     the flush done by writes (dirty lines, written back during the timed call, as the evaluator
     does) and by reads (clean lines)."""
-    flushes = [torch.empty(profiling.FLUSH_BYTES // 4, dtype=torch.int32, device="cuda") for _ in range(buffers)]
-    fills, _ = profiling._cushion(torch.cuda, flushes[0], profiling.CUSHION_MS)
+    flushes = [torch.empty(timing.FLUSH_BYTES // 4, dtype=torch.int32, device="cuda") for _ in range(buffers)]
+    fills, _ = timing.cushion(torch.cuda, flushes[0], timing.CUSHION_MS)
     call = copy_call(x, out)
 
     def timed(before: Any) -> float:

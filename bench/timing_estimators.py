@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ascend_kernel_gym.evaluation.profiling import TRIM, trimmed_mean
+from ascend_kernel_gym.evaluation.timing import TRIM, trimmed_mean
 
 
 def block_median(values: list[float], blocks: int = 5) -> float:

@@ -105,7 +105,7 @@ class AscendTritonEnv(gym.Env[str, str]):
       ``get_shared_evaluator(backend, **evaluator_options)``, created at the first evaluation.
     * ``evaluator_options`` (dict | None): options for the default shared evaluator.
     * ``profile`` (str | None): shape profile; default ``small`` on the interpreter, else ``full``.
-    * ``num_trials`` (int, 5): correctness trials per evaluation.
+    * ``num_trials`` (int | None, None): correctness trials per evaluation; None uses the evaluator's default.
     * ``prompt_dir`` (path | None): directory of prompt templates overriding the bundled ones.
     * ``max_obs_chars`` (int, 262144): observation/action length limit (at least 1024).
     * ``render_mode`` (None | ``"ansi"``): ``render()`` returns the context text.
@@ -134,7 +134,7 @@ class AscendTritonEnv(gym.Env[str, str]):
         evaluator: Any = None,
         evaluator_options: Mapping[str, Any] | None = None,
         profile: str | None = None,
-        num_trials: int = 5,
+        num_trials: int | None = None,
         prompt_dir: str | Path | None = None,
         max_obs_chars: int = DEFAULT_MAX_OBS_CHARS,
         render_mode: str | None = None,
@@ -144,7 +144,8 @@ class AscendTritonEnv(gym.Env[str, str]):
     ) -> None:
         super().__init__()
         _check_int("max_turns", max_turns, minimum=1)
-        _check_int("num_trials", num_trials, minimum=1)
+        if num_trials is not None:
+            _check_int("num_trials", num_trials, minimum=1)
         _check_int("max_obs_chars", max_obs_chars, minimum=MIN_OBS_CHARS)
         if reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}, got {reward_mode!r}")
@@ -164,7 +165,7 @@ class AscendTritonEnv(gym.Env[str, str]):
         self.reward_name, self._reward_fn = resolve_reward(reward, use_estimate=bool(use_estimated_speedup))
         self.reward_mode = reward_mode
         self.max_turns = int(max_turns)
-        self.num_trials = int(num_trials)
+        self.num_trials = None if num_trials is None else int(num_trials)
         self.max_obs_chars = int(max_obs_chars)
         self.target_speedup = None if target_speedup is None else float(target_speedup)
         self.measure_performance = measure_performance

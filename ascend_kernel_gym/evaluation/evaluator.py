@@ -6,7 +6,6 @@ Imports neither torch nor triton (candidate code never runs in this process).
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import hashlib
 import os
 import queue
@@ -25,7 +24,6 @@ from ascend_kernel_gym.evaluation.static import check_source
 from ascend_kernel_gym.tasks.task import Task
 
 ASCEND_CHECK_MODES = ("off", "warn", "enforce")
-_REQUEST_DEFAULT_TRIALS = next(f.default for f in dataclasses.fields(EvalRequest) if f.name == "num_trials")
 DEFAULT_TIMEOUT_S = {"interpreter": 300.0, "cuda": 180.0, "npu": 300.0}
 DEFAULT_MEMORY_MB = {"interpreter": 4096, "cuda": 16384, "npu": 16384}
 _SIGNAL_NAMES = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
@@ -55,8 +53,8 @@ class Evaluator:
             memory). ``0`` disables the cap.
         cache: keep results keyed by code, task, backend, profile, trials, version (in memory).
         cache_dir: also keep them on disk here.
-        num_trials: correctness trials for requests that keep ``EvalRequest.num_trials`` at its
-            default (5); a request asking for another number gets that number.
+        num_trials: correctness trials for requests that leave ``EvalRequest.num_trials`` at
+            ``None``; a request that gives a number always gets that number.
         ascend_checks: ``off``, ``warn`` (report Ascend rule findings as warnings) or ``enforce``
             (findings of severity ``error`` fail the evaluation with ``ascend_constraint``).
         ascend_profile: chip profile for the Ascend checks and the cost model.
@@ -180,7 +178,7 @@ class Evaluator:
         task = request.task
         profile = request.profile or task.default_profile(self.backend)
         task.check_profile(profile)
-        num_trials = self.num_trials if request.num_trials == _REQUEST_DEFAULT_TRIALS else int(request.num_trials)
+        num_trials = self.num_trials if request.num_trials is None else int(request.num_trials)
         code = request.code if isinstance(request.code, str) else ""
         code_hash = hashlib.sha256(code.encode("utf-8", errors="replace")).hexdigest()
         key = self._cache_key(request, profile, code_hash, num_trials)
@@ -312,8 +310,8 @@ class Evaluator:
             raise TypeError(f"request.task must be a Task, got {type(request.task).__name__}")
         if not isinstance(request.code, str):
             raise TypeError(f"request.code must be a str, got {type(request.code).__name__}")
-        if not isinstance(request.num_trials, int) or request.num_trials < 1:
-            raise ValueError(f"request.num_trials must be a positive int, got {request.num_trials!r}")
+        if request.num_trials is not None and (not isinstance(request.num_trials, int) or request.num_trials < 1):
+            raise ValueError(f"request.num_trials must be a positive int or None, got {request.num_trials!r}")
         if request.timeout_s is not None and request.timeout_s <= 0:
             raise ValueError(f"request.timeout_s must be positive, got {request.timeout_s!r}")
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from ascend_kernel_gym.evaluation import correctness as cx
+from ascend_kernel_gym.evaluation.inputs import clone_inputs, copy_into
 
 #: placed tensors start a multiple of this many bytes into the arena: every alignment a kernel
 #: may rely on (Triton specialises pointers on divisibility by 16) is kept
@@ -53,6 +53,23 @@ _TENSOR = torch.Tensor
 
 def nbytes(x: torch.Tensor) -> int:
     return _TENSOR.numel(x) * _TENSOR.element_size(x)
+
+
+def min_bytes(inputs: list[Any], outputs: Any) -> int:
+    """Bytes any implementation must move at least: read every input once, write every output once."""
+    total = 0
+
+    def add(value: Any) -> None:
+        nonlocal total
+        if isinstance(value, torch.Tensor):
+            total += value.numel() * value.element_size()
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                add(item)
+
+    add(inputs)
+    add(outputs)
+    return total
 
 
 def aligned(n: int) -> int:
@@ -126,7 +143,7 @@ class InputArena:
             self.arena = torch.zeros(sum(self.sizes) + self.slack, dtype=torch.uint8, device=device)
         placed = set(self.placed)
         # inputs that cannot be placed keep a private buffer each, with the layout of the original
-        self.fixed = [None if i in placed else cx.clone_inputs([x])[0] for i, x in enumerate(first)]
+        self.fixed = [None if i in placed else clone_inputs([x])[0] for i, x in enumerate(first)]
         self.outputs: deque[Any] = deque(maxlen=output_ring)
         self.last_offsets: list[int] = []
 
@@ -142,7 +159,7 @@ class InputArena:
                 _TENSOR.copy_(view, x)
                 buffers[index] = view
         fixed = [i for i, b in enumerate(self.fixed) if b is not None]
-        cx.copy_into([buffers[i] for i in fixed], [source[i] for i in fixed])
+        copy_into([buffers[i] for i in fixed], [source[i] for i in fixed])
         return buffers
 
     def prepare(self, k: int) -> Callable[[], Any]:
@@ -199,8 +216,6 @@ def timing_memory(sets: list[list[Any]], outputs: Any, device: torch.device, sha
 
     Without a memory query (CPU, a device without ``mem_get_info``) the defaults are used.
     """
-    from ascend_kernel_gym.evaluation.profiling import min_bytes
-
     inputs = sum(aligned(nbytes(x)) for x in sets[0] if placeable(x))
     inputs += min_bytes([x for x in sets[0] if not placeable(x)], [])
     out_bytes = min_bytes([], outputs)

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ascend_kernel_gym.evaluation.zygote import _HEADER, BOOTSTRAP, write_message
+from ascend_kernel_gym.evaluation.wire import HEADER, write_message
+from ascend_kernel_gym.evaluation.zygote import BOOTSTRAP
 
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "TMPDIR", "PYTHONHASHSEED", "SYSTEMROOT")
 _ENV_PREFIXES = ("CUDA", "NVIDIA", "ASCEND", "NPU_", "HCCL", "TRITON_PTXAS", "TRITON_LIBCUDA")
@@ -179,10 +180,10 @@ class ZygoteHandle:
     def _read(self, deadline: float) -> Any:
         assert self.proc is not None and self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
-        header = self._read_exact(fd, _HEADER.size, deadline)
+        header = self._read_exact(fd, HEADER.size, deadline)
         if header is None:
             return None
-        (size,) = _HEADER.unpack(header)
+        (size,) = HEADER.unpack(header)
         payload = self._read_exact(fd, size, deadline)
         if payload is None:
             return None

@@ -549,7 +549,7 @@ class Recorder:
 
     def disallowed_ops(self) -> list[str]:
         """Operators seen during forward that compute (not allocation, view, metadata or copy)."""
-        return sorted(op for op in self.ops if not _is_allowed(op))
+        return sorted(op for op in self.ops if not is_allowed(op))
 
 
 class _CallStats:
@@ -705,7 +705,8 @@ def _storage_ptrs(value: Any) -> set[int]:
     return {torch.Tensor.untyped_storage(t).data_ptr() for t in _tensors(value)}
 
 
-def _is_allowed(op: str) -> bool:
+def is_allowed(op: str) -> bool:
+    """Whether the PyTorch operator ``op`` (``aten.empty_like``) may run inside the candidate's call."""
     namespace, _, name = op.partition(".")
     return namespace == "aten" and name in ALLOWED_TORCH_OPS
 

@@ -100,7 +100,8 @@ class EvalRequest:
         code: the candidate's Python source (defines ``ModelNew``).
         profile: shape profile; ``None`` means the backend's default (``small`` on the
             interpreter, ``full`` on devices).
-        num_trials: correctness trials, each with fresh inputs.
+        num_trials: correctness trials, each with fresh inputs; ``None`` uses the evaluator's
+            ``num_trials``. A number given here always wins over the evaluator's.
         measure_performance: run the profiling stage where the backend can time kernels.
         timeout_s: wall-clock limit for the whole child; ``None`` uses the evaluator's default.
         seed: fixes the hidden input seeds (for reproducible tests); ``None`` draws them secretly.
@@ -109,7 +110,7 @@ class EvalRequest:
     task: Task
     code: str
     profile: str | None = None
-    num_trials: int = 5
+    num_trials: int | None = None
     measure_performance: bool = True
     timeout_s: float | None = None
     seed: int | None = None

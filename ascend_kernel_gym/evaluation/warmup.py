@@ -71,24 +71,24 @@ def exercise_checks(device: torch.device, dtypes: tuple[torch.dtype, ...] = (tor
     """
     from types import SimpleNamespace
 
-    from ascend_kernel_gym.evaluation import correctness as cx
+    from ascend_kernel_gym.evaluation import compare, inputs, outputs
 
     for dtype in dtypes:
         task = SimpleNamespace(get_inputs=lambda dtype=dtype: [torch.rand(64, 64, dtype=dtype), torch.randn(64)])
-        for seed, distribution in enumerate(cx.DISTRIBUTIONS):
-            inputs = cx.make_inputs(task, seed, distribution, device)
-            out = cx.detach_copy(inputs[0])
-            near = cx.clone_inputs(inputs)[0]
-            cx.outputs_close(near, out, 1e-5, 1e-5)
-            cx.outputs_identical(near, out)
-            cx.all_finite(out)
-            cx.inputs_equal(inputs, cx.clone_inputs(inputs))
+        for seed, distribution in enumerate(inputs.DISTRIBUTIONS):
+            drawn = inputs.make_inputs(task, seed, distribution, device)
+            out = outputs.detach_copy(drawn[0])
+            near = inputs.clone_inputs(drawn)[0]
+            compare.outputs_close(near, out, 1e-5, 1e-5)
+            compare.outputs_identical(near, out)
+            compare.all_finite(out)
+            compare.inputs_equal(drawn, inputs.clone_inputs(drawn))
         off = out.clone()
         off[0, 0] = float("nan")
-        cx.compare(off, out, 1e-5, 1e-5)  # the full check with its error statistics
-        cx.outputs_identical(off, out)
+        compare.compare(off, out, 1e-5, 1e-5)  # the full check with its error statistics
+        compare.outputs_identical(off, out)
         if dtype != torch.float32:
-            cx.precision_slack([out], [out.float()])
+            compare.precision_slack([out], [out.float()])
 
 
 #: (kernel, signature, constexprs) compiled by :func:`run_compile_warmup`

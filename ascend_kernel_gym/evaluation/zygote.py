@@ -17,7 +17,7 @@ reply, while the caller reads it, and the next job is handed out only once that 
 reaped), classification of deaths (timeout, signal, exit without a result), and removal of
 the child's temporary directory.
 
-Protocol with the calling process (over the zygote's stdin / stdout, 8-byte length + pickle;
+Protocol with the calling process (over the zygote's stdin / stdout, :mod:`.wire` messages;
 both ends are harness code): a config dict first, then ``{"job": Job, "timeout": s}`` per
 evaluation, answered by a result dict; ``None`` shuts the zygote down.
 """
@@ -27,64 +27,32 @@ from __future__ import annotations
 import gc
 import json
 import os
-import pickle
 import secrets
 import select
 import shutil
 import signal
-import struct
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from typing import Any
 
-_HEADER = struct.Struct("<Q")
-# What a child writes on its result pipe, in this order: READY (set up, device initialised),
-# JOB_TAKEN (read its job; before any candidate code runs), QUIET (before timing: asks that no
-# other child of this worker is starting or tearing down a device context; answered with GO on
-# its job pipe), RESULT followed by the length-prefixed result.
-READY = b"R"
-JOB_TAKEN = b"J"
-QUIET = b"Q"
-GO = b"G"
-RESULT = b"M"
-#: the longest a child waits for a quiet device before timing anyway
-QUIET_MAX_S = 10.0
+from ascend_kernel_gym.evaluation.wire import (
+    GO,
+    JOB_TAKEN,
+    QUIET,
+    QUIET_MAX_S,
+    READY,
+    RESULT,
+    decode_result,
+    encode_message,
+    read_message,
+    write_message,
+)
+
 #: the longest a job waits for earlier children to finish exiting before it is handed out anyway
 SETTLE_MAX_S = 30.0
 RSS_POLL_S = 0.05
-
-
-def read_message(fd: int) -> Any:
-    header = _read_exact(fd, _HEADER.size)
-    if header is None:
-        return None
-    (size,) = _HEADER.unpack(header)
-    payload = _read_exact(fd, size)
-    if payload is None:
-        return None
-    return pickle.loads(payload)  # noqa: S301 - both ends are the harness
-
-
-def write_message(fd: int, message: Any) -> None:
-    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    data = memoryview(_HEADER.pack(len(payload)) + payload)
-    while data:
-        written = os.write(fd, data)
-        data = data[written:]
-
-
-def _read_exact(fd: int, size: int) -> bytes | None:
-    chunks = []
-    remaining = size
-    while remaining:
-        chunk = os.read(fd, min(remaining, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
 
 
 def _rss_bytes(pid: int) -> int:
@@ -98,7 +66,7 @@ def _rss_bytes(pid: int) -> int:
     return 0
 
 
-def _device_touched() -> bool:
+def device_touched() -> bool:
     """Whether torch or Triton initialised a device in this process (it must not, before fork)."""
     import torch
 
@@ -156,23 +124,9 @@ class _Run:
 
     def reply(self) -> dict[str, Any] | None:
         """The child's result, once complete, well-formed and carrying the job's token."""
-        data = self.result_bytes
-        if not self.taken or self.garbled or data is None or len(data) < _HEADER.size:
+        if not self.taken or self.garbled or self.result_bytes is None:
             return None
-        (size,) = _HEADER.unpack(data[: _HEADER.size])
-        if len(data) < _HEADER.size + size:
-            return None
-        try:
-            message = json.loads(bytes(data[_HEADER.size : _HEADER.size + size]))
-        except ValueError:
-            return None
-        if (
-            not isinstance(message, dict)
-            or message.get("token") != self.token
-            or not isinstance(message.get("result"), dict)
-        ):
-            return None
-        return message["result"]
+        return decode_result(self.result_bytes, self.token)
 
 
 class Zygote:
@@ -213,10 +167,7 @@ class Zygote:
         import typing  # noqa: F401
         import warnings  # noqa: F401
 
-        import ascend_kernel_gym.evaluation.child
-        import ascend_kernel_gym.evaluation.correctness
-        import ascend_kernel_gym.evaluation.profiling
-        import ascend_kernel_gym.evaluation.recorder  # noqa: F401
+        import ascend_kernel_gym.evaluation.child  # noqa: F401 - and through it every stage
 
         for optional in ("typing_extensions", "triton.language.extra", "triton.language.extra.libdevice"):
             try:
@@ -228,9 +179,9 @@ class Zygote:
                 __import__(optional)
             except Exception:  # noqa: BLE001, S110 - written by another part; absent is fine
                 pass
-        from ascend_kernel_gym.evaluation.child import _settle_lazy_imports
+        from ascend_kernel_gym.evaluation.snapshot import settle_lazy_imports
 
-        _settle_lazy_imports()  # imports torch._dynamo once here instead of in every child
+        settle_lazy_imports()  # imports torch._dynamo once here instead of in every child
         if self.backend == "interpreter":
             from ascend_kernel_gym.backends import interpreter_compat
             from ascend_kernel_gym.evaluation import warmup
@@ -249,7 +200,7 @@ class Zygote:
             "pid": os.getpid(),
             "warm_cache": self.warm_cache is not None,
             "compiler_warm": self.compiler_warm,
-            "device_touched": _device_touched(),
+            "device_touched": device_touched(),
         }
 
     def _warm_device(self) -> None:
@@ -315,7 +266,7 @@ class Zygote:
             from ascend_kernel_gym.evaluation import warmup
 
             warmup.run_compile_warmup(target)
-            return not _device_touched()
+            return not device_touched()
         except Exception:  # noqa: BLE001 - an optimisation: children compile cold without it
             return False
         finally:
@@ -339,7 +290,8 @@ class Zygote:
                 except OSError:
                     pass
             try:
-                from ascend_kernel_gym.evaluation.child import ChildSetup, child_entry
+                from ascend_kernel_gym.evaluation.child import child_entry
+                from ascend_kernel_gym.evaluation.process import ChildSetup
 
                 setup = ChildSetup(sandbox, self.backend, self.warm_cache, self.torch_threads)
                 child_entry(setup, job_read, result_write)
@@ -369,8 +321,7 @@ class Zygote:
 
     def _send(self, child: _Child, message: dict[str, Any], deadline: float) -> bool:
         """Hand ``child`` its job; False if it died first or would not take it before ``deadline``."""
-        payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        data = memoryview(_HEADER.pack(len(payload)) + payload)
+        data = memoryview(encode_message(message))
         try:
             while data:
                 left = deadline - time.perf_counter()

@@ -124,23 +124,6 @@ def test_a_reference_that_breaks_the_device_is_rerun_on_task_inputs_only(relu_ta
         ev.close()
 
 
-def test_task_inputs_only_job_says_so(evaluator, relu_task, relu_solution) -> None:
-    import hashlib
-
-    from ascend_kernel_gym.evaluation.job import Job
-    from ascend_kernel_gym.evaluation.static import check_source
-
-    report = check_source(relu_solution)
-    job = Job(
-        task=relu_task, code=relu_solution, code_hash=hashlib.sha256(relu_solution.encode()).hexdigest(),
-        backend="interpreter", profile="small", num_trials=3, seed=5, kernels=report.kernels, task_inputs_only=True,
-    )  # fmt: skip
-    base = EvalResult(task_id=relu_task.id, backend="interpreter", profile="small", code_hash=job.code_hash)
-    result = evaluator._run_job(job, 120.0, base)
-    assert result.ok, result.error_message
-    assert any("task's own input distribution" in w for w in result.warnings)
-
-
 def test_concurrent_calls_from_threads(evaluator, relu_task, relu_solution) -> None:
     results: list[EvalResult] = []
     lock = threading.Lock()

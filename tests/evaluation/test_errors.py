@@ -53,3 +53,28 @@ def test_memory_and_plain_errors() -> None:
     assert classify_exception(MemoryError()) == ErrorType.OOM
     assert classify_exception(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")) == ErrorType.OOM
     assert classify_exception(ValueError("shapes do not match")) == ErrorType.RUNTIME_ERROR
+
+
+def test_compile_error_points_at_candidate_line(tmp_path) -> None:
+    """Triton's CompilationError gives 'at L:C' relative to the kernel's def line."""
+    import ast
+
+    from ascend_kernel_gym.evaluation.errors import compile_error_line, describe_exception
+
+    code = "import triton\n\n\n@triton.jit\ndef my_kernel(x_ptr):\n    a = 1\n    b = tl.bad(a)\n"
+    path = tmp_path / "kernel.py"
+    path.write_text(code)
+
+    class FakeCompilationError(Exception):
+        def __init__(self) -> None:
+            self.src = "def my_kernel(x_ptr):\n    a = 1\n    b = tl.bad(a)\n"
+            self.node = ast.parse("b = tl.bad(a)").body[0]
+            self.node.lineno = 3
+            super().__init__("at 3:8:\nunknown function tl.bad")
+
+    err = FakeCompilationError()
+    assert compile_error_line(err, str(path)) == (
+        "your code line 7 (in my_kernel, the Triton compiler's error): b = tl.bad(a)"
+    )
+    assert "your code line 7" in describe_exception(err, str(path))
+    assert compile_error_line(ValueError("x"), str(path)) is None

@@ -150,3 +150,26 @@ def test_timing_memory_shrinks_to_fit_device_memory(monkeypatch) -> None:
         assert slack % PLACEMENT_ALIGN == 0
     FakeDevice.free = 8 * mib - 1  # not even the inputs and one output: no slack
     assert placement.timing_memory(sets, out, device, 0.25) == (1, 0)
+
+
+def test_local_memory_moves_only_on_cuda() -> None:
+    from ascend_kernel_gym.evaluation.placement import LocalMemory
+
+    assert LocalMemory.for_device(torch.device("cpu"), random.Random(0)) is None
+
+    class Driver:  # the two calls of the CUDA driver API it makes
+        def __init__(self) -> None:
+            self.limits: list[int] = []
+
+        def cuCtxSetLimit(self, kind: int, value) -> int:
+            assert kind == 0  # CU_LIMIT_STACK_SIZE
+            self.limits.append(value.value)
+            return 0
+
+    driver = Driver()
+    local = LocalMemory(driver, 1024, random.Random(3), synchronize=lambda: None)
+    assert all(local.move() for _ in range(50)) and local.moves == 50
+    assert all(1024 < limit <= 2048 and limit % 16 == 0 for limit in driver.limits)
+    assert all(a != b for a, b in zip(driver.limits, driver.limits[1:]))  # every move is a change
+    local.restore()
+    assert driver.limits[-1] == 1024 and local.moves == 50

@@ -1,8 +1,11 @@
-"""The recorder's fill of uninitialised memory during checked calls."""
+"""The launch / operator recorder (evaluation/recorder.py): the fill of uninitialised memory during
+checked calls, the stream probes of the timing stage, its helpers."""
 
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import torch
 
@@ -222,3 +225,65 @@ def test_compiled_launches_report_their_register_spills() -> None:
     Loaded.n_spills = 3
     launch_metadata(Loaded(), (1,), 0)
     assert recorder.max_spills == 12  # the most any launch spilled
+
+
+PROBE_SCRIPT = r"""
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import sys, types
+import torch, triton, triton.language as tl
+from ascend_kernel_gym.evaluation.recorder import Recorder
+
+mod = types.ModuleType("probe_candidate")
+exec('''
+import triton, triton.language as tl
+@triton.jit
+def copy_kernel(x, y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y + offs, tl.load(x + offs, mask=offs < n), mask=offs < n)
+''', mod.__dict__)
+recorder = Recorder("probe_candidate")
+recorder.install()
+x = torch.arange(8.0); y = torch.empty_like(x)
+mod.copy_kernel[(1,)](x, y, 8, BLOCK=8)
+seen = []
+recorder.stream_probe = lambda: seen.append(1)
+mod.copy_kernel[(2,)](x, y, 8, BLOCK=4)
+recorder.stream_probe = None
+mod.copy_kernel[(1,)](x, y, 8, BLOCK=8)
+assert torch.equal(x, y)
+print("probes", len(seen))
+"""
+
+
+HANDLE_PROBE_SCRIPT = r"""
+import os
+os.environ.pop("TRITON_INTERPRET", None)
+from triton.compiler.compiler import CompiledKernel
+from ascend_kernel_gym.evaluation.recorder import Recorder
+
+recorder = Recorder("probe_candidate")
+recorder.install()
+seen = []
+recorder.stream_handle_probe = seen.append
+class Loaded:  # what launch_metadata reads of a loaded kernel (no device needed)
+    name, function, src = "k", 0, None
+    def _init_handles(self):
+        pass
+CompiledKernel.launch_metadata(Loaded(), (1, 1, 1), 1234)
+recorder.stream_handle_probe = None
+CompiledKernel.launch_metadata(Loaded(), (1, 1, 1), 99)
+print("handles", seen)
+"""
+
+
+def test_recorder_sees_the_stream_of_compiled_launches_that_bypass_jit_run() -> None:
+    out = subprocess.run([sys.executable, "-c", HANDLE_PROBE_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "handles [1234]" in out.stdout
+
+
+def test_recorder_probes_every_launch_while_a_stream_probe_is_set() -> None:
+    out = subprocess.run([sys.executable, "-c", PROBE_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "probes 1" in out.stdout

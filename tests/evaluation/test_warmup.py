@@ -7,17 +7,15 @@ import subprocess
 import sys
 
 SCRIPT = r"""
-import json, os, sys, tempfile, time
+import json, os, sys, tempfile
 os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp()
 import torch
 from ascend_kernel_gym.evaluation import warmup
-from ascend_kernel_gym.evaluation.zygote import _device_touched
+from ascend_kernel_gym.evaluation.zygote import device_touched
 
-started = time.perf_counter()
 warmup.run_compile_warmup({"backend": "cuda", "arch": 90, "warp_size": 32})
-cold = time.perf_counter() - started
 cubins = [name for _, _, files in os.walk(os.environ["TRITON_CACHE_DIR"]) for name in files if name.endswith(".cubin")]
-print(json.dumps({"cubins": len(cubins), "touched": _device_touched(), "cuda": torch.cuda.is_initialized()}))
+print(json.dumps({"cubins": len(cubins), "touched": device_touched(), "cuda": torch.cuda.is_initialized()}))
 """
 
 
@@ -32,19 +30,18 @@ def test_compile_warmup_builds_cubins_without_initialising_a_device() -> None:
 def test_child_warmup_exercises_inputs_screen_and_full_comparison_per_dtype(monkeypatch) -> None:
     import torch
 
-    from ascend_kernel_gym.evaluation import correctness as cx
-    from ascend_kernel_gym.evaluation import warmup
+    from ascend_kernel_gym.evaluation import compare, inputs, warmup
 
     seen: dict[str, list[object]] = {"make_inputs": [], "quick_close": [], "compare": []}
-    for name, keep in (("make_inputs", 2), ("quick_close", 0), ("compare", 0)):
-        original = getattr(cx, name)
+    for module, name, keep in ((inputs, "make_inputs", 2), (compare, "quick_close", 0), (compare, "compare", 0)):
+        original = getattr(module, name)
 
         def spy(*args, _original=original, _name=name, _keep=keep, **kwargs):
             seen[_name].append(args[_keep].dtype if _name != "make_inputs" else args[_keep])
             return _original(*args, **kwargs)
 
-        monkeypatch.setattr(cx, name, spy)
+        monkeypatch.setattr(module, name, spy)
     warmup.exercise_checks(torch.device("cpu"), (torch.float32, torch.bfloat16))
-    assert seen["make_inputs"] == list(cx.DISTRIBUTIONS) * 2
+    assert seen["make_inputs"] == list(inputs.DISTRIBUTIONS) * 2
     assert {torch.float32, torch.bfloat16} <= set(seen["quick_close"])
     assert set(seen["compare"]) == {torch.float32, torch.bfloat16}  # the NaN-marked output fails the screen

@@ -8,21 +8,13 @@ import time
 
 import pytest
 
-from ascend_kernel_gym.evaluation.zygote import (
-    _HEADER,
-    JOB_TAKEN,
-    QUIET,
-    READY,
-    RESULT,
-    Zygote,
-    _Child,
-    _Run,
-)
+from ascend_kernel_gym.evaluation import zygote as zygote_module
+from ascend_kernel_gym.evaluation.wire import HEADER, JOB_TAKEN, QUIET, READY, RESULT, encode_result
+from ascend_kernel_gym.evaluation.zygote import Zygote, _Child, _Run
 
 
 def _framed(token: str, result: dict) -> bytes:
-    payload = json.dumps({"token": token, "result": result}).encode()
-    return RESULT + _HEADER.pack(len(payload)) + payload
+    return RESULT + encode_result(token, result)
 
 
 def _child() -> _Child:
@@ -35,7 +27,7 @@ def test_stream_is_parsed_across_any_chunking(chunk: int) -> None:
     run = _Run(child, "tok")
     # A result whose length prefix starts with the QUIET byte must not be taken for a request.
     body = {"stage": "done", "pad": ""}
-    while _HEADER.pack(len(_framed("tok", body)) - 1 - _HEADER.size)[:1] != QUIET:
+    while HEADER.pack(len(_framed("tok", body)) - 1 - HEADER.size)[:1] != QUIET:
         body["pad"] += "x"
     stream = READY + JOB_TAKEN + QUIET + _framed("tok", body)
     seen_quiet = False
@@ -53,7 +45,7 @@ def test_stream_rejects_a_forged_or_unframed_result() -> None:
     assert forged.taken and forged.reply() is None
     unframed = _Run(_child(), "tok")
     payload = json.dumps({"token": "tok", "result": {}}).encode()
-    unframed.feed(JOB_TAKEN + _HEADER.pack(len(payload)) + payload)  # no RESULT marker
+    unframed.feed(JOB_TAKEN + HEADER.pack(len(payload)) + payload)  # no RESULT marker
     assert unframed.reply() is None
     not_taken = _Run(_child(), "tok")
     not_taken.feed(_framed("tok", {}))  # a result without the job ever being taken
@@ -80,24 +72,53 @@ def test_quiet_waits_for_the_spare_and_for_exiting_children(tmp_path) -> None:
     os.rmdir(zygote.root)
 
 
-def test_settle_waits_for_earlier_children_up_to_a_limit(tmp_path) -> None:
+class _FakeTime:
+    """The zygote's clock: time passes only in its sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps = 0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps += 1
+        self.now += seconds
+
+
+def test_settle_waits_for_earlier_children(tmp_path) -> None:
     zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
     pid = os.fork()
     if pid == 0:  # a finished child still tearing down its device context
         time.sleep(0.6)
         os._exit(0)
     zygote.exiting.append(pid)
-    started = time.perf_counter()
-    zygote._settle(started + 10)
-    assert zygote.exiting == [] and time.perf_counter() - started >= 0.25  # waited for it
+    zygote._settle(time.perf_counter() + 600)
+    assert zygote.exiting == []  # it returned only once the child had exited and was reaped
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    os.rmdir(zygote.root)
+
+
+def test_settle_gives_up_on_a_child_that_will_not_go_at_the_limit(tmp_path, monkeypatch) -> None:
+    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
+    read_fd, write_fd = os.pipe()
     stuck = os.fork()
     if stuck == 0:
-        time.sleep(5)
+        os.close(write_fd)
+        os.read(read_fd, 1)  # until the test is done with it
         os._exit(0)
+    os.close(read_fd)
+    fake = _FakeTime()
+    monkeypatch.setattr(zygote_module, "time", fake)
     zygote.exiting.append(stuck)
-    started = time.perf_counter()
-    zygote._settle(started + 0.2)  # a child that will not go: the job is not held up past the limit
-    assert zygote.exiting == [stuck] and time.perf_counter() - started < 2
-    os.kill(stuck, 9)
-    os.waitpid(stuck, 0)
+    try:
+        zygote._settle(fake.now + 0.2)  # the job is not held up past the limit
+        assert zygote.exiting == [stuck] and fake.now >= 1000.2
+        assert fake.sleeps == pytest.approx(0.2 / 0.002, abs=1)  # polled until the limit, no longer
+    finally:
+        monkeypatch.undo()
+        os.close(write_fd)
+        os.waitpid(stuck, 0)
     os.rmdir(zygote.root)

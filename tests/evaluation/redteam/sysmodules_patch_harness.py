@@ -2,7 +2,7 @@
 # expected: forbidden
 # `[typing.collections][0]._sys` is the sys module (collections does `import sys as _sys`; the
 # container hides it from the resolver). Through sys.modules the candidate replaces the harness's own comparison
-# functions (ascend_kernel_gym.evaluation.correctness.compare / outputs_close / outputs_identical / inputs_equal) at import.
+# functions (ascend_kernel_gym.evaluation.compare.compare / outputs_close / outputs_identical / inputs_equal) at import.
 # Harness modules are not in the monkeypatch snapshot and module attribute writes raise no audit event, so a no-op
 # kernel returning torch.empty_like(x) (NaN-filled by the harness) is accepted.
 import typing
@@ -12,7 +12,7 @@ import triton
 import triton.language as tl
 
 S = [typing.collections][0]._sys
-CX = S.modules["ascend_kernel_gym.evaluation.correctness"]
+CX = S.modules["ascend_kernel_gym.evaluation.compare"]
 
 
 def _always_ok(*args, **kwargs):

@@ -1,10 +1,13 @@
-"""Parts of the evaluation child that can be tested in this process (evaluation/child.py)."""
+"""The library snapshot that detects monkeypatching (evaluation/snapshot.py)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from ascend_kernel_gym.evaluation.child import LibrarySnapshot
+from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.result import ErrorType
+from ascend_kernel_gym.evaluation.snapshot import LibrarySnapshot, check_snapshot
 
 
 def test_library_snapshot_sees_replacements_and_survives_additions() -> None:
@@ -29,3 +32,20 @@ def test_library_snapshot_sees_replacements_and_survives_additions() -> None:
     finally:
         del torch.Tensor.akg_test_added
     assert snapshot.changed() == []
+
+
+def test_check_snapshot_names_the_replaced_function_and_harness_functions_count() -> None:
+    from ascend_kernel_gym.evaluation import compare
+
+    snapshot = LibrarySnapshot()
+    check_snapshot(snapshot)  # nothing changed: no error
+    original = compare.outputs_close
+    try:
+        compare.outputs_close = lambda *args, **kwargs: True  # the harness's own module, patched
+        with pytest.raises(StageError) as info:
+            check_snapshot(snapshot)
+    finally:
+        compare.outputs_close = original
+    assert info.value.error_type == ErrorType.SANDBOX_VIOLATION
+    assert "ascend_kernel_gym.evaluation.compare.outputs_close" in info.value.message
+    check_snapshot(snapshot)

@@ -1,6 +1,7 @@
-"""Profiling stage for device backends (cuda, npu): candidate and reference timed side by side.
+"""The timing stage for device backends (cuda, npu): candidate and reference timed side by side.
 
-Protocol (one child, after correctness passed):
+Protocol (one child, after correctness passed; :func:`run_timing` sets it up, the measurement
+itself is :func:`time_side_by_side`):
 
 - every timed round draws a fresh input set from the task (``placement.RoundInputs``; warm-up
   uses one set of its own), so a model that caches results by input content, even with a
@@ -40,20 +41,35 @@ Protocol (one child, after correctness passed):
   up to 3.5% between inputs 512 bytes to 3 MB apart on an H200): a median of such a mix jumps
   between the levels with the mix, a mean moves with it smoothly, and the trim drops outliers.
 
-Device events come from ``torch.cuda`` or ``torch.npu`` with the same code. Imports torch.
+Device events come from ``torch.cuda`` or ``torch.npu`` with the same code; on the CPU (tests,
+``Job.cpu_timing``) a clock stands in for them. Imports torch: only the zygote and its children
+(and tests) import this module.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from ascend_kernel_gym.evaluation import placement
+from ascend_kernel_gym.evaluation.compare import outputs_close
+from ascend_kernel_gym.evaluation.correctness import call_candidate, reference_slack, run_reference
+from ascend_kernel_gym.evaluation.errors import StageError, classify_exception, describe_exception
+from ascend_kernel_gym.evaluation.inputs import clone_inputs, make_inputs
+from ascend_kernel_gym.evaluation.job import Job
+from ascend_kernel_gym.evaluation.outputs import OutputCheckError, detach_copy, plain_output
+from ascend_kernel_gym.evaluation.placement import min_bytes
+from ascend_kernel_gym.evaluation.result import ErrorType
+from ascend_kernel_gym.evaluation.snapshot import check_snapshot
+from ascend_kernel_gym.evaluation.state import ChildState
 
 FLUSH_BYTES = 256 * 1024 * 1024
 IMPLAUSIBLE_SPEEDUP = 10.0
@@ -87,13 +103,14 @@ class TimingResult:
 
 
 class _CpuEvent:
-    """Wall-clock stand-in for a device event (used only to test this stage on the CPU)."""
+    """A clock reading standing in for a device event (used only to test this stage on the CPU)."""
 
-    def __init__(self, enable_timing: bool = True) -> None:
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
         self.t = 0.0
 
     def record(self) -> None:
-        self.t = time.perf_counter()
+        self.t = self.clock()
 
     def synchronize(self) -> None:
         return None
@@ -103,17 +120,23 @@ class _CpuEvent:
 
 
 class _CpuDevice:
-    Event = _CpuEvent
+    """The part of ``torch.cuda``'s API the timing uses, on a clock in seconds."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+
+    def Event(self, enable_timing: bool = True) -> _CpuEvent:  # noqa: N802 - the name of torch.cuda.Event
+        return _CpuEvent(self.clock)
 
     @staticmethod
     def synchronize() -> None:
         return None
 
 
-def device_module(device_type: str) -> Any:
-    """``torch.cuda`` or ``torch.npu`` (a wall-clock shim for ``cpu``, for tests of this stage)."""
+def device_module(device_type: str, clock: Callable[[], float] = time.perf_counter) -> Any:
+    """``torch.cuda`` or ``torch.npu``; for ``cpu`` (tests of this stage) events that read ``clock``."""
     if device_type == "cpu":
-        return _CpuDevice
+        return _CpuDevice(clock)
     module = getattr(torch, device_type, None)
     if module is None or not hasattr(module, "Event"):
         raise RuntimeError(f"torch has no event API for device type {device_type!r}")
@@ -154,6 +177,7 @@ def time_side_by_side(
     cushion_target_ms: float = CUSHION_MS,
     relocate: Callable[[], bool] | None = None,
     relocate_every: int = RELOCATE_EVERY,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> TimingResult:
     """Time both models; ``run_*(k)`` load input set ``k`` (untimed) and return the call.
 
@@ -167,9 +191,10 @@ def time_side_by_side(
     ``relocate()`` (untimed) moves memory the models use but the harness does not place, such as
     the context's local memory, before every ``relocate_every``-th round; when it did, each
     model is called once untimed on the round's set, so a lazy allocation the move causes is
-    never timed.
+    never timed. ``clock`` (seconds) times the calls on ``cpu`` only, where it stands in for the
+    device's events (tests give their own); devices always time with their events.
     """
-    dev = device_module(device_type)
+    dev = device_module(device_type, clock)
     flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=device_type)
     count = side_stream_launches or (lambda: 0)
     seen = count()
@@ -177,7 +202,7 @@ def time_side_by_side(
     _warm_up(run_candidate, run_reference, dev, warmup, warmup_s)
     warmed = time.perf_counter()
     mode = STREAM_MODE if count() == seen else SYNC_MODE
-    fills, cushion_ms = _cushion(dev, flush, cushion_target_ms) if device_type != "cpu" else (1, 0.0)
+    fills, cushion_ms = cushion(dev, flush, cushion_target_ms) if device_type != "cpu" else (1, 0.0)
     audit_at = set(rng.sample(range(reps), min(audit_rounds, reps)))
     check_at = set(rng.sample(range(reps), min(check_rounds, reps)))
 
@@ -195,7 +220,7 @@ def time_side_by_side(
     finished = time.perf_counter()
     overhead = 0.0
     if mode == SYNC_MODE:
-        overhead = statistics.median(_timed_call(lambda: None, dev, flush, 1, SYNC_MODE, i) for i in range(21))
+        overhead = statistics.median(timed_call(lambda: None, dev, flush, 1, SYNC_MODE, i) for i in range(21))
         cand_times = [max(t - overhead, 0.0) for t in cand_times]
         ref_times = [max(t - overhead, 0.0) for t in ref_times]
     kernel_ms = trimmed_mean(cand_times, TRIM)
@@ -254,7 +279,7 @@ def _warm_up(
         i += 1
 
 
-def _cushion(dev: Any, flush: torch.Tensor, target_ms: float) -> tuple[int, float]:
+def cushion(dev: Any, flush: torch.Tensor, target_ms: float) -> tuple[int, float]:
     """How many flush writes keep the device busy for ``target_ms`` (and how long that is)."""
     times = []
     for i in range(3):
@@ -271,7 +296,8 @@ def _cushion(dev: Any, flush: torch.Tensor, target_ms: float) -> tuple[int, floa
     return fills, fills * fill_ms
 
 
-def _timed_call(call: Callable[[], Any], dev: Any, flush: torch.Tensor, fills: int, mode: str, rep: int) -> float:
+def timed_call(call: Callable[[], Any], dev: Any, flush: torch.Tensor, fills: int, mode: str, rep: int) -> float:
+    """Milliseconds of one ``call`` on ``dev`` after ``fills`` flush writes, in ``mode``."""
     start = dev.Event(enable_timing=True)
     end = dev.Event(enable_timing=True)
     dev.synchronize()
@@ -318,7 +344,7 @@ def _rounds(
         order = [("cand", run_candidate), ("ref", run_reference)]
         rng.shuffle(order)
         for which, prepare in order:
-            elapsed = _timed_call(prepare(k), dev, flush, fills, mode, rep)
+            elapsed = timed_call(prepare(k), dev, flush, fills, mode, rep)
             if which == "cand" and watch is not None and watch[0]() != watch[1]:
                 raise _SideStreamLaunchError
             (cand_times if which == "cand" else ref_times).append(elapsed)
@@ -329,23 +355,6 @@ def _rounds(
         if rep in audit_at:
             audit(k)
     return cand_times, ref_times
-
-
-def min_bytes(inputs: list[Any], outputs: Any) -> int:
-    """Bytes any implementation must move at least: read every input once, write every output once."""
-    total = 0
-
-    def add(value: Any) -> None:
-        nonlocal total
-        if isinstance(value, torch.Tensor):
-            total += value.numel() * value.element_size()
-        elif isinstance(value, (tuple, list)):
-            for item in value:
-                add(item)
-
-    add(inputs)
-    add(outputs)
-    return total
 
 
 def plausibility_warnings(
@@ -366,3 +375,187 @@ def plausibility_warnings(
                 "reading the inputs and writing the outputs once"
             )
     return warnings
+
+
+# --- the stage in the child ----------------------------------------------------------------------
+
+
+#: share of the device's free memory the timing stage's arenas, kept outputs and spacers of both
+#: models may take
+TIMING_MEMORY_SHARE = 0.25
+
+
+def run_timing(
+    state: ChildState, task_module: Any, reference: Any, candidate: Any, device: torch.device, rng: random.Random
+) -> None:
+    """Time the candidate against the reference (:func:`time_side_by_side`) and record the result.
+
+    Sets up each model's input arena (:mod:`.placement`), the untimed checks of the rounds (the
+    library snapshot, outputs compared with the reference's, recorded audit calls), the count of
+    side-stream launches and the quiet device, then fills ``ref_ms``, ``kernel_ms``, ``speedup``,
+    ``timing`` and the plausibility warnings.
+    """
+    job, result = state.job, state.result
+    atol, rtol = job.task.atol, job.task.rtol
+    started = time.perf_counter()
+    # Wall seconds inside the rounds, outside the timed calls: drawing inputs, and the checks
+    # (of which: reference re-runs, recorded audit calls, output comparisons).
+    spent = dict.fromkeys(("inputs", "checks", "reference_reruns", "audit_calls", "compare"), 0.0)
+
+    @contextlib.contextmanager
+    def spending(part: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            spent[part] += time.perf_counter() - t0
+
+    def draw_inputs(seed: int) -> list[Any]:
+        with spending("inputs"):
+            return make_inputs(task_module, seed, "task", device)
+
+    def timed_part(part: Callable[[int], None]) -> Callable[[int], None]:
+        def run(k: int) -> None:
+            with spending("checks"):
+                part(k)
+
+        return run
+
+    source = placement.RoundInputs(draw_inputs, rng.getrandbits(62))
+    first = source[0]
+    first_out = detach_copy(run_reference(state, reference, clone_inputs(first)))
+    ring, slack = placement.timing_memory([first], first_out, device, TIMING_MEMORY_SHARE)
+    arenas = {
+        name: placement.InputArena(model, source, rng, slack=slack, output_ring=ring)
+        for name, model in (("candidate", candidate), ("reference", reference))
+    }
+    expected: dict[int, tuple[Any, Any]] = {}
+
+    def reference_output(k: int) -> tuple[Any, Any]:
+        """The reference's output on round ``k``'s inputs and its precision slack (untimed)."""
+        if k not in expected:
+            expected.clear()
+            inputs = source[k]
+            with spending("reference_reruns"):
+                out = detach_copy(run_reference(state, reference, clone_inputs(inputs)))
+                expected[k] = (out, reference_slack(state, reference, inputs, out))
+        return expected[k]
+
+    def check_output(out: Any, k: int) -> None:
+        ref_out, ref_slack = reference_output(k)
+        with spending("compare"):
+            close = outputs_close(out, ref_out, atol, rtol, ref_slack)
+        if not close:
+            raise StageError(
+                ErrorType.VALUE_MISMATCH,
+                "the output changed during timing (a result cached across calls, or work skipped once timing "
+                "started); compute the output from the inputs on every call",
+            )
+
+    def audit(k: int) -> None:
+        with spending("audit_calls"):
+            call = call_candidate(state, candidate, arenas["candidate"].load(k), False)
+        check_output(call.output, k)
+
+    def after_candidate(k: int) -> None:
+        if state.snapshot is not None:
+            check_snapshot(state.snapshot)
+
+    def check(k: int) -> None:
+        try:
+            out = plain_output(arenas["candidate"].last_output)  # no code of the candidate runs
+        except OutputCheckError as problem:
+            raise StageError(ErrorType.WRONG_OUTPUT_TYPE, f"during timing: {problem}") from None
+        check_output(out, k)
+
+    # Only kernels that spill use the context's local memory enough for its place to matter;
+    # moving it costs a reallocation of up to a few hundred MB each time.
+    spills = state.recorder.max_spills if state.recorder is not None else 0
+    local_memory = placement.LocalMemory.for_device(device, rng) if spills > 0 else None
+    set_up = time.perf_counter()
+    try:
+        side_streams = _watch_side_streams(state, device)
+        quiet = state.link.wait_quiet() if state.link is not None else None
+        with torch.no_grad():
+            timing = time_side_by_side(
+                arenas["candidate"].prepare,
+                arenas["reference"].prepare,
+                timed_part(audit),
+                device_type=device.type,
+                num_sets=job.profile_reps,  # a fresh input set in every round
+                reps=job.profile_reps,
+                warmup=job.profile_warmup,
+                rng=rng,
+                flush_bytes=FLUSH_BYTES if device.type != "cpu" else 1 << 20,
+                after_candidate=timed_part(after_candidate),
+                check=timed_part(check),
+                side_stream_launches=side_streams,
+                relocate=local_memory.move if local_memory is not None else None,
+            )
+    except StageError:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        raise StageError(
+            classify_exception(exc), "timing failed: " + describe_exception(exc, state.candidate_file)
+        ) from None
+    finally:
+        if local_memory is not None:
+            local_memory.restore()
+    result.ref_ms = round(timing.ref_ms, 6)
+    result.kernel_ms = round(timing.kernel_ms, 6)
+    result.speedup = round(timing.speedup, 4)
+    result.timing = timing.details
+    result.timing["arena_slack_bytes"] = slack
+    result.timing["outputs_kept"] = ring
+    result.timing["local_memory_moves"] = local_memory.moves if local_memory is not None else 0
+    result.timing["max_spills"] = spills
+    result.timing["phase_s"] = {
+        "setup": round(set_up - started, 4),
+        **result.timing.get("phase_s", {}),
+        **{name: round(seconds, 4) for name, seconds in spent.items()},
+    }
+    if quiet is not None:
+        result.timing["quiet_wait_s"], result.timing["quiet_granted"] = quiet
+    result.warnings.extend(plausibility_warnings(timing, first, first_out, _bandwidth_gbps(job)))
+
+
+def _watch_side_streams(state: ChildState, device: torch.device) -> Callable[[], int] | None:
+    """Count Triton launches on a stream other than the one timing events are recorded on."""
+    module = getattr(torch, device.type, None) if device.type != "cpu" else None
+    current = getattr(module, "current_stream", None)
+    if state.recorder is None or current is None:
+        return None
+    timing_stream = current()
+    handle = getattr(timing_stream, "cuda_stream", None) or getattr(timing_stream, "npu_stream", None)
+    seen = [0]
+
+    def probe() -> None:
+        if current() != timing_stream:
+            seen[0] += 1
+
+    def probe_handle(stream: Any) -> None:
+        if handle is not None and isinstance(stream, int) and stream != handle:
+            seen[0] += 1
+
+    state.recorder.stream_probe = probe
+    state.recorder.stream_handle_probe = probe_handle
+    return lambda: seen[0]
+
+
+def _bandwidth_gbps(job: Job) -> float | None:
+    try:
+        from ascend_kernel_gym.ascend.chips import load_chip
+    except ImportError:
+        return None
+    try:
+        if job.backend == "npu":
+            return float(load_chip(job.ascend_profile).hbm_bandwidth_gbps)
+        if job.backend != "cuda":
+            return None
+        name = torch.cuda.get_device_name(0)
+        for chip in ("H200",):
+            if chip in name:
+                return float(load_chip(chip).hbm_bandwidth_gbps)
+    except Exception:  # noqa: BLE001
+        return None
+    return None

@@ -1,0 +1,247 @@
+"""Numeric comparison of outputs: tolerances, the float32 screen, the reference's rounding error.
+
+Comparison is done in float64 on the device that produced the outputs (on the interpreter that
+is the CPU; on a GPU a float64 compare of a 256 MB output takes milliseconds where a CPU copy
+would take a second): ``|cand - ref| <= atol + rtol * |ref|`` element-wise, non-finite
+reference values must be matched exactly. The reported relative error is
+``max |cand - ref| / (|ref| + atol)`` (finite for zero references).
+
+Imports torch: use only in evaluator children and tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ascend_kernel_gym.evaluation.outputs import SCALAR_TYPES, OutputCheckError, flatten_outputs
+
+#: Tensor methods are called through the class: a candidate can shadow a method with an instance
+#: attribute on a tensor it returns or receives (``out.detach = ...``), never on the class.
+_TENSOR = torch.Tensor
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    max_abs_err: float
+    max_rel_err: float
+    bad_count: int = 0
+    first_bad_index: list[int] = field(default_factory=list)
+    cand_value: float | None = None
+    ref_value: float | None = None
+    nonfinite: bool = False
+
+
+def compare(
+    cand: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, slack: torch.Tensor | None = None
+) -> Comparison:
+    """Element-wise tolerance check in float64 (shapes must already match).
+
+    ``slack`` (from :func:`precision_slack`) widens each element's tolerance by the reference's
+    own rounding error.
+    """
+    c = _TENSOR.detach(cand).to(torch.float64)
+    r = _TENSOR.detach(ref).to(device=c.device, dtype=torch.float64)
+    if c.numel() == 0:
+        return Comparison(True, 0.0, 0.0)
+    finite_r = torch.isfinite(r)
+    finite_c = torch.isfinite(c)
+    diff = (c - r).abs()
+    if _TENSOR.is_floating_point(ref) or _TENSOR.is_complex(ref):
+        bound = atol + rtol * r.abs()
+        if slack is not None and tuple(slack.shape) == tuple(r.shape):
+            bound = bound + _TENSOR.to(slack, device=c.device, dtype=torch.float64)
+    else:
+        bound = torch.zeros_like(r)  # integers and booleans (counts, indices, masks) are exact
+    within = diff <= bound
+    same_special = (c == r) | (torch.isnan(c) & torch.isnan(r))
+    good = torch.where(finite_r, within & finite_c, same_special)
+    both = finite_r & finite_c
+    if bool(both.any()):
+        d = torch.where(both, diff, torch.zeros_like(diff))
+        max_abs = float(d.max())
+        rel = d / (r.abs() + max(atol, 1e-12))
+        max_rel = float(torch.where(both, rel, torch.zeros_like(rel)).max())
+    else:
+        max_abs = max_rel = 0.0
+    bad = ~good
+    bad_count = int(bad.sum())
+    if bad_count == 0:
+        return Comparison(True, max_abs, max_rel)
+    flat = int(torch.nonzero(bad.reshape(-1))[0, 0])
+    index = _unravel(flat, tuple(c.shape))
+    nonfinite = bool((finite_r & ~finite_c).any())
+    if nonfinite:
+        max_abs = max_rel = float("inf")
+    return Comparison(
+        False,
+        max_abs,
+        max_rel,
+        bad_count=bad_count,
+        first_bad_index=list(index),
+        cand_value=float(c.reshape(-1)[flat]),
+        ref_value=float(r.reshape(-1)[flat]),
+        nonfinite=nonfinite,
+    )
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    index = []
+    for size in reversed(shape):
+        index.append(flat % size if size else 0)
+        flat = flat // size if size else 0
+    return tuple(reversed(index))
+
+
+def outputs_close(a: Any, b: Any, atol: float, rtol: float, slack: list[torch.Tensor | None] | None = None) -> bool:
+    """Whether two outputs (tensors or sequences of tensors) agree within tolerance.
+
+    ``slack`` holds one entry per tensor of ``b`` in depth-first order (see :func:`precision_slack`).
+    """
+    return _close(a, b, atol, rtol, iter(slack) if slack is not None else None)
+
+
+def _close(a: Any, b: Any, atol: float, rtol: float, slacks: Iterator[torch.Tensor | None] | None) -> bool:
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_close(x, y, atol, rtol, slacks) for x, y in zip(a, b, strict=False))
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = _as_tensor(a), _as_tensor(b)
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        return False
+    if a.shape != b.shape:
+        return False
+    slack = next(slacks, None) if slacks is not None else None
+    return quick_close(a, b, atol, rtol, slack) or compare(a, b, atol, rtol, slack).ok
+
+
+#: floating dtypes whose values float32 holds exactly (the screen below computes in float32)
+_SCREEN_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+#: the screen's bound is shrunk by this factor, far more than float32 can round the difference
+#: and the bound (a few units of 2**-24 each), so whatever it accepts the float64 check accepts
+_SCREEN_MARGIN = 1.0 - 2.0**-16
+#: tolerances outside this range could underflow or overflow in float32: left to the full check
+_SCREEN_TOL_RANGE = (1e-30, 1e30)
+
+
+def quick_close(
+    cand: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, slack: torch.Tensor | None = None
+) -> bool:
+    """A cheap sufficient test for ``compare(cand, ref, atol, rtol, slack).ok``.
+
+    Computes in float32 with a slightly tighter bound (about half the memory traffic of the
+    float64 check, and none of its error statistics). True means every element is close and the
+    reference is finite everywhere; False means nothing: the caller runs :func:`compare`.
+    """
+    low, high = _SCREEN_TOL_RANGE
+    if (
+        cand.dtype != ref.dtype
+        or ref.dtype not in _SCREEN_DTYPES
+        or cand.device != ref.device
+        or not (low <= atol <= high and 0.0 <= rtol <= high)
+        or cand.numel() == 0
+    ):
+        return False
+    c = _TENSOR.detach(cand).to(torch.float32)
+    r = _TENSOR.detach(ref).to(torch.float32)
+    bound = r.abs().mul_(rtol).add_(atol)
+    if slack is not None:
+        if tuple(slack.shape) != tuple(r.shape) or slack.device != r.device:
+            return False
+        bound.add_(_TENSOR.to(slack, torch.float32))
+    # An infinite reference makes the bound infinite: such elements need the exact check.
+    within = (c - r).abs_().le_(bound.mul_(_SCREEN_MARGIN)).logical_and_(torch.isfinite(r))
+    return bool(within.all())
+
+
+#: dtypes whose PyTorch reference carries a rounding error worth allowing for
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def has_low_precision(value: Any) -> bool:
+    """Whether any tensor in an output is float16 / bfloat16."""
+    if isinstance(value, (tuple, list)):
+        return any(has_low_precision(v) for v in value)
+    return isinstance(value, torch.Tensor) and value.dtype in LOW_PRECISION
+
+
+def upcast(values: list[Any]) -> list[Any]:
+    """The inputs with float16 / bfloat16 tensors as float32 (for the high-precision reference)."""
+    return [_TENSOR.float(x) if isinstance(x, torch.Tensor) and x.dtype in LOW_PRECISION else x for x in values]
+
+
+def precision_slack(ref: Any, ref_hi: Any) -> list[torch.Tensor | None] | None:
+    """The reference's own rounding error per output tensor: ``|ref - ref_hi|`` where both are finite.
+
+    ``ref_hi`` is the same model run in float32. A float16 reference rounds every intermediate
+    (a matmul's inputs, a softmax's exponentials); on large outputs a few elements then sit
+    further than the tolerance from the true value, and a candidate that computes in float32 and
+    rounds once is marked wrong at random. The slack widens each element's tolerance by exactly
+    that error. One entry per reference tensor in depth-first order (``None``: no slack);
+    ``None`` when the structures differ.
+    """
+    try:
+        pairs = flatten_outputs(ref_hi, ref)
+    except OutputCheckError:
+        return None
+    slack: list[torch.Tensor | None] = []
+    for hi, lo, _ in pairs:
+        if lo.dtype not in LOW_PRECISION or tuple(hi.shape) != tuple(lo.shape):
+            slack.append(None)
+            continue
+        lo64 = _TENSOR.to(lo, torch.float64)
+        hi64 = _TENSOR.to(hi, device=lo.device, dtype=torch.float64)
+        err = torch.where(torch.isfinite(lo64) & torch.isfinite(hi64), (lo64 - hi64).abs(), torch.zeros_like(lo64))
+        slack.append(_TENSOR.to(err, torch.float32))
+    return slack
+
+
+def _as_tensor(value: Any) -> Any:
+    """Python scalars (outputs such as ``loss.item()``) as 0-d tensors; anything else unchanged."""
+    return torch.as_tensor(value) if type(value) in SCALAR_TYPES else value
+
+
+def outputs_identical(a: Any, b: Any) -> bool:
+    """Bitwise equality (NaN equals NaN) of two outputs."""
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(outputs_identical(x, y) for x, y in zip(a, b, strict=False))
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = _as_tensor(a), _as_tensor(b)
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        return False
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if not torch.is_floating_point(a):
+        return bool(torch.equal(a, b))
+    if a.device == b.device and bool(torch.equal(a, b)):
+        return True  # the common case in one pass (equal() is False wherever a NaN is)
+    return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+
+
+def all_finite(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return all(all_finite(v) for v in value)
+    if isinstance(value, torch.Tensor) and (torch.is_floating_point(value) or torch.is_complex(value)):
+        return bool(torch.isfinite(value).all())
+    return True
+
+
+def inputs_equal(a: list[Any], b: list[Any]) -> list[int]:
+    """Indexes of inputs whose tensors (nested ones too) differ between two input lists (bitwise,
+    NaN-aware)."""
+    return [i for i, (x, y) in enumerate(zip(a, b, strict=False)) if not _same_tensors(x, y)]
+
+
+def _same_tensors(x: Any, y: Any) -> bool:
+    if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+        return outputs_identical(x, y)
+    if type(x) in (list, tuple) and type(y) in (list, tuple):
+        return len(x) == len(y) and all(_same_tensors(u, v) for u, v in zip(x, y, strict=False))
+    if type(x) is dict and type(y) is dict:
+        return x.keys() == y.keys() and all(_same_tensors(x[k], y[k]) for k in x)
+    return True

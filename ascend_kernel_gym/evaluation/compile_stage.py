@@ -1,0 +1,283 @@
+"""The compile stage: the task and its reference, the harness's guards, the candidate imported and built.
+
+Before any candidate code runs, the child loads the task, builds the reference model and runs
+it twice on the task's own inputs (a reference that fails or is random is the task's problem,
+reported as ``harness_error``), installs the launch / operator recorder, takes the library
+snapshot and installs the sandbox guard. Then it imports the candidate's module from
+``kernel.py`` in its sandbox, constructs ``ModelNew`` with the task's init inputs and gives it
+the reference's parameters and buffers. The first call of the candidate is the first trial of
+the correctness stage (it completes compiling: Triton compiles at the first launch).
+
+Imports torch: only the zygote and its children import this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import sys
+import time
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import torch
+
+from ascend_kernel_gym.evaluation.compare import outputs_close
+from ascend_kernel_gym.evaluation.errors import StageError, classify_exception, describe_exception
+from ascend_kernel_gym.evaluation.guard import SandboxGuard
+from ascend_kernel_gym.evaluation.inputs import clone_inputs, device_redirect, make_inputs
+from ascend_kernel_gym.evaluation.livecheck import check_live_paths
+from ascend_kernel_gym.evaluation.outputs import MAX_OUTPUT_DEPTH, detach_copy
+from ascend_kernel_gym.evaluation.process import library_dirs
+from ascend_kernel_gym.evaluation.recorder import Recorder
+from ascend_kernel_gym.evaluation.result import ErrorType
+from ascend_kernel_gym.evaluation.snapshot import LibrarySnapshot, check_snapshot, settle_lazy_imports
+from ascend_kernel_gym.evaluation.state import ChildState, PartTimer, apply_failure
+from ascend_kernel_gym.evaluation.tensors import module_buffer
+from ascend_kernel_gym.tasks.runtime import instantiate
+from ascend_kernel_gym.tasks.task import AUTO_SMALL_TAG
+
+CANDIDATE_MODULE = "akg_candidate"
+CANDIDATE_FILENAME = "kernel.py"
+
+
+@dataclass
+class Compiled:
+    """What the compile stage hands to the later stages."""
+
+    #: the task's module (``Model``, ``get_inputs``, ``get_init_inputs``) at the evaluated profile
+    task_module: Any
+    reference: Any
+    candidate: Any
+    #: the hidden random source of this evaluation (input seeds, distributions, timing rounds)
+    rng: random.Random
+    #: taken before any candidate code ran (also ``state.snapshot``)
+    snapshot: LibrarySnapshot
+
+
+def run_compile(state: ChildState, device: torch.device, mark: PartTimer) -> Compiled:
+    """Run the compile stage up to a constructed candidate; raises :class:`StageError` on failure.
+
+    ``mark`` records the stage's parts (``compile.task``, ``compile.reference_build``, ...).
+    """
+    job, result = state.job, state.result
+    try:
+        task_module = instantiate(job.task, job.profile)
+    except Exception as exc:  # noqa: BLE001 - a broken task is the harness's problem
+        raise StageError(
+            ErrorType.HARNESS_ERROR, f"the task could not be loaded: {type(exc).__name__}: {exc}"
+        ) from None
+
+    candidate_file = os.path.join(state.sandbox, CANDIDATE_FILENAME)
+    state.candidate_file = candidate_file
+    with open(candidate_file, "w", encoding="utf-8") as handle:
+        handle.write(job.code)
+    mark("task")
+    recorder = Recorder(CANDIDATE_MODULE)
+    recorder.install()
+    state.recorder = recorder
+    rng = random.Random(job.seed if job.seed is not None else int.from_bytes(os.urandom(8), "little"))
+    init_seed = rng.getrandbits(31)
+
+    state.redirect = device_redirect(device)
+    # The reference is built before any candidate code runs (so a failure here is ours).
+    check_seed = random.Random(init_seed ^ 0x2545F491).getrandbits(62)
+    try:
+        init_inputs, reference = _build_reference(task_module, init_seed, device)
+        mark("reference_build")
+        _check_reference(state, task_module, reference, device, check_seed)
+    except TaskProblemError as problem:
+        raise StageError(ErrorType.HARNESS_ERROR, f"the task cannot be evaluated: {problem}") from None
+    except Exception as exc:  # noqa: BLE001
+        if not (job.profile == "small" and AUTO_SMALL_TAG in job.task.tags):
+            raise StageError(
+                ErrorType.HARNESS_ERROR,
+                f"the reference model could not be built or run on the task's own inputs: {type(exc).__name__}: {exc}",
+            ) from None
+        result.warnings.append(
+            f"the automatically derived small sizes do not fit this task ({type(exc).__name__}); evaluated with the "
+            "file's own sizes (full profile)"
+        )
+        result.profile = "full"
+        try:
+            task_module = instantiate(job.task, "full")
+            init_inputs, reference = _build_reference(task_module, init_seed, device)
+            _check_reference(state, task_module, reference, device, check_seed)
+        except TaskProblemError as problem:
+            raise StageError(ErrorType.HARNESS_ERROR, f"the task cannot be evaluated: {problem}") from None
+        except Exception as exc2:  # noqa: BLE001
+            raise StageError(
+                ErrorType.HARNESS_ERROR,
+                f"the reference model could not be built or run on the task's own inputs: {type(exc2).__name__}: "
+                f"{exc2}",
+            ) from None
+
+    mark("reference_check")
+    check_live_paths(job.paths, job.escaping)
+    if job.backend == "interpreter":
+        _patch_autotune_for_interpreter()
+    settle_lazy_imports()
+    mark("settle")
+    snapshot = LibrarySnapshot()
+    state.snapshot = snapshot
+    mark("snapshot")
+
+    def on_violation(message: str) -> NoReturn:
+        apply_failure(state, StageError(ErrorType.SANDBOX_VIOLATION, f"sandbox: your code {message}"))
+        state.finish()
+
+    guard = SandboxGuard(
+        sandbox_dir=state.sandbox,
+        candidate_file=candidate_file,
+        backend=job.backend,
+        on_violation=on_violation,
+        library_dirs=library_dirs(job.backend),
+    )
+    guard.install()
+    mark("guard")
+
+    # --- compile: import, construct, first call --------------------------------------------
+    module = _import_candidate(job.code, candidate_file)
+    check_snapshot(snapshot)
+    mark("import")
+    model_cls = module.__dict__.get("ModelNew")
+    if not isinstance(model_cls, type):
+        raise StageError(ErrorType.MISSING_MODEL_NEW, "ModelNew is not a class after your module ran")
+    try:
+        torch.manual_seed(init_seed + 1)
+        with device, device_redirect(device):
+            candidate = model_cls(*_copy_args(init_inputs))
+        if isinstance(candidate, torch.nn.Module):
+            candidate = torch.nn.Module.to(candidate, device)
+    except BaseException as exc:  # noqa: BLE001 - candidate code
+        raise StageError(
+            classify_exception(exc), "ModelNew(...) failed: " + describe_exception(exc, candidate_file)
+        ) from None
+    if not callable(candidate):
+        raise StageError(ErrorType.RUNTIME_ERROR, "ModelNew instances are not callable (subclass nn.Module)")
+    _copy_parameters(reference, candidate)
+    check_snapshot(snapshot)
+    mark("construct")
+    return Compiled(task_module, reference, candidate, rng, snapshot)
+
+
+def _build_reference(task_module: Any, init_seed: int, device: torch.device) -> tuple[list[Any], Any]:
+    """The task's init inputs and its reference model on ``device`` (seeded like the candidate's)."""
+    torch.manual_seed(init_seed)
+    with device_redirect(device):
+        init_inputs = task_module.get_init_inputs()
+    torch.manual_seed(init_seed + 1)
+    with device, device_redirect(device):
+        reference = task_module.Model(*init_inputs)
+    return init_inputs, reference.to(device)
+
+
+def _patch_autotune_for_interpreter() -> None:
+    """``@triton.autotune`` benchmarks with the device driver, which the interpreter has not: time
+    each configuration once with the wall clock instead (any choice is valid on a CPU)."""
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:  # pragma: no cover
+        return
+
+    def bench_once(kernel_call: Callable[[], Any], quantiles: Any = None, **_: Any) -> Any:
+        start = time.perf_counter()
+        kernel_call()
+        ms = (time.perf_counter() - start) * 1e3
+        return [ms] * len(quantiles) if quantiles else ms
+
+    # A candidate's own ``do_bench=`` is never used (the static stage refuses it; this is the second line).
+    Autotuner.do_bench = property(lambda self: bench_once)  # type: ignore[assignment]
+
+
+def _copy_args(values: list[Any]) -> list[Any]:
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _import_candidate(code: str, filename: str) -> types.ModuleType:
+    module = types.ModuleType(CANDIDATE_MODULE)
+    module.__file__ = filename
+    sys.modules[CANDIDATE_MODULE] = module
+    try:
+        compiled = compile(code, filename, "exec")
+        exec(compiled, module.__dict__)
+    except BaseException as exc:  # noqa: BLE001 - candidate code
+        kind = classify_exception(exc)
+        if kind == ErrorType.RUNTIME_ERROR:
+            kind = ErrorType.COMPILE_ERROR  # the module does not load
+        raise StageError(kind, "importing your code failed: " + describe_exception(exc, filename)) from None
+    return module
+
+
+def _copy_parameters(reference: Any, candidate: Any) -> None:
+    """Give the candidate the reference's parameters and buffers wherever names and shapes match."""
+    if not isinstance(reference, torch.nn.Module) or not isinstance(candidate, torch.nn.Module):
+        return
+    source = reference.state_dict()
+    target = torch.nn.Module.state_dict(candidate)
+    # Copies, loaded through the base class: the candidate never holds the reference's own tensors.
+    matching = {
+        k: torch.Tensor.clone(torch.Tensor.detach(v))
+        for k, v in source.items()
+        if k in target and tuple(target[k].shape) == tuple(v.shape)
+    }
+    if matching:
+        with torch.no_grad():
+            torch.nn.Module.load_state_dict(candidate, matching, strict=False)
+    # Buffers registered with persistent=False are not in the state dict; a random one drawn in
+    # the reference's __init__ (a fixed projection, a mask) must reach the candidate as well.
+    for name, value in _non_persistent_buffers(reference).items():
+        target = module_buffer(candidate, name)
+        if target is not None and target.shape == value.shape and target.dtype == value.dtype:
+            with torch.no_grad():
+                torch.Tensor.copy_(target, value)
+
+
+def _non_persistent_buffers(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The reference's buffers registered with ``persistent=False``, by qualified name."""
+    found = {}
+    for prefix, sub in module.named_modules():
+        for name in getattr(sub, "_non_persistent_buffers_set", ()):
+            value = sub._buffers.get(name)
+            if isinstance(value, torch.Tensor):
+                found[f"{prefix}.{name}" if prefix else name] = value
+    return found
+
+
+class TaskProblemError(Exception):
+    """The task itself cannot be evaluated (found before any candidate code runs)."""
+
+
+def _check_reference(state: ChildState, task_module: Any, reference: Any, device: torch.device, seed: int) -> None:
+    """Run the reference twice on one set of the task's own inputs, before any candidate code.
+
+    A reference that raises here, returns what no candidate can return, or gives different
+    outputs for the same inputs (dropout in training mode, an RNG it draws from) is the task's
+    problem: reported as such instead of as the candidate's failure in every trial.
+    """
+    inputs = make_inputs(task_module, seed, "task", device)
+    with torch.no_grad(), state.redirect or contextlib.nullcontext():
+        first = detach_copy(reference(*clone_inputs(inputs)))
+        second = reference(*clone_inputs(inputs))
+    unsupported = _unsupported_output(first)
+    if unsupported:
+        raise TaskProblemError(
+            f"the reference returns {unsupported}; outputs must be tensors, Python numbers, None, or tuples / "
+            "lists of them"
+        )
+    if not outputs_close(first, second, state.job.task.atol, state.job.task.rtol):
+        raise TaskProblemError(
+            "the reference model gives different outputs for the same inputs (random operations such as "
+            "dropout in training mode, or an RNG it draws from), so no kernel can match it"
+        )
+
+
+def _unsupported_output(value: Any, depth: int = 0) -> str:
+    if isinstance(value, torch.Tensor) or value is None or type(value) in (int, float, bool):
+        return ""
+    if isinstance(value, (tuple, list)) and depth < MAX_OUTPUT_DEPTH:
+        return next((found for v in value if (found := _unsupported_output(v, depth + 1))), "")
+    return f"a value of type {type(value).__name__}"

@@ -1,0 +1,136 @@
+"""The state of one evaluation inside its child, and the one result message it ends with.
+
+Imports torch (through the recorder): only the zygote's children import this module.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.feedback import scrub_text
+from ascend_kernel_gym.evaluation.job import Job
+from ascend_kernel_gym.evaluation.recorder import Recorder
+from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, EvalResult, Stage
+from ascend_kernel_gym.evaluation.snapshot import LibrarySnapshot
+from ascend_kernel_gym.evaluation.wire import ZygoteLink, encode_result
+
+MAX_MESSAGE_CHARS = 4000
+
+
+class ResultWriter:
+    """Writes the one result message (length + JSON) to the zygote and ends the process.
+
+    ``marker``: bytes written first (the zygote's RESULT marker; empty for a stand-alone child).
+    """
+
+    def __init__(self, fd: int, token: str, marker: bytes = b"") -> None:
+        self.fd = fd
+        self.token = token
+        self.marker = marker
+        self.done = False
+
+    def emit(self, result: EvalResult) -> NoReturn:
+        """Write ``result`` (only the first time) and end the process."""
+        if not self.done:
+            self.done = True
+            data = self.marker + encode_result(self.token, result.to_dict())
+            view = memoryview(data)
+            while view:
+                written = os.write(self.fd, view)
+                view = view[written:]
+        os._exit(0)
+
+
+class PartTimer:
+    """Records the seconds since the previous mark as ``<stage>.<part>`` (latency work only)."""
+
+    def __init__(self, durations: dict[str, float], stage: str) -> None:
+        self.durations = durations
+        self.stage = stage
+        self.last = time.perf_counter()
+
+    def __call__(self, part: str) -> None:
+        now = time.perf_counter()
+        self.durations[f"{self.stage}.{part}"] = round(now - self.last, 4)
+        self.last = now
+
+
+@dataclass
+class ChildState:
+    """What the stages of one evaluation share: the job, the result so far, the harness's tools."""
+
+    job: Job
+    result: EvalResult
+    writer: ResultWriter
+    sandbox: str = ""
+    candidate_file: str = ""
+    recorder: Recorder | None = None
+    snapshot: LibrarySnapshot | None = None
+    redirect: Any = None
+    #: the reference in float32 for float16 / bfloat16 outputs (False: unavailable)
+    reference_hi: Any = None
+    link: ZygoteLink | None = None
+    t_stage: float = field(default_factory=time.perf_counter)
+
+    def stage(self, stage: Stage) -> None:
+        """Add the time since the last stage change to the current stage's duration; enter ``stage``."""
+        now = time.perf_counter()
+        previous = self.result.stage.value
+        self.result.stage_durations[previous] = round(
+            self.result.stage_durations.get(previous, 0.0) + now - self.t_stage, 4
+        )
+        self.t_stage = now
+        self.result.stage = stage
+
+    def finish(self) -> NoReturn:
+        """Complete the result (launches, operators, scrubbed texts, printed output), send it, exit."""
+        self.stage(self.result.stage)
+        if self.recorder is not None:
+            self.result.launches = list(self.recorder.launches)
+            self.result.torch_ops = sorted(self.recorder.ops)
+        self.result.error_message = scrub_text(self.result.error_message, self.sandbox)[:MAX_MESSAGE_CHARS]
+        # Warnings and hack reasons may quote exception texts of candidate code (sandbox paths).
+        self.result.warnings = [scrub_text(w, self.sandbox)[:MAX_MESSAGE_CHARS] for w in self.result.warnings]
+        self.result.hack_reasons = [scrub_text(r, self.sandbox) for r in self.result.hack_reasons]
+        self.result.output_tail = _read_output(self.sandbox, self.job.output_cap)
+        self.writer.emit(self.result)
+
+
+def _read_output(sandbox: str, cap: int) -> str:
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    path = os.path.join(sandbox, "output.txt")
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - cap))
+            data = handle.read(cap)
+    except OSError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    if size > cap:
+        text = f"[... {size - cap} bytes cut ...]\n" + text
+    return scrub_text(text, sandbox)
+
+
+def apply_failure(state: ChildState, failure: StageError) -> None:
+    """Record ``failure`` in the result (a hack type also marks the result as a hack)."""
+    result = state.result
+    result.error_type = failure.error_type
+    result.error_message = failure.message
+    result.correct = False
+    for key, value in failure.metrics.items():
+        if hasattr(result, key):
+            setattr(result, key, value)
+    if failure.error_type in HACK_ERROR_TYPES:
+        result.hack = True
+        result.hack_reasons.append(f"{failure.error_type.value}: {failure.message.splitlines()[0][:200]}")

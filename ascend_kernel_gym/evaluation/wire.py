@@ -1,0 +1,132 @@
+"""The wire protocol between the pool, the zygote and its children (plain bytes; no torch).
+
+Two framings, both an 8-byte little-endian length (:data:`HEADER`) followed by the payload:
+
+- *messages* between harness processes (pool <-> zygote, zygote -> child): pickled objects
+  (:func:`write_message`, :func:`read_message`); both ends are harness code;
+- the child's one *result* (child -> zygote): :data:`RESULT`, then a length-prefixed JSON object
+  ``{"token": ..., "result": ...}`` (:func:`encode_result`, :func:`decode_result`). JSON, never
+  pickle: the bytes come from a process that ran candidate code.
+
+Before its result a child writes single control bytes on its result pipe, in this order:
+:data:`READY` (set up, device initialised), :data:`JOB_TAKEN` (read its job; before any
+candidate code runs), :data:`QUIET` (before timing: asks that no other child of its worker is
+starting or tearing down a device context; answered with :data:`GO` on its job pipe).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import select
+import struct
+import time
+from typing import Any
+
+HEADER = struct.Struct("<Q")
+READY = b"R"
+JOB_TAKEN = b"J"
+QUIET = b"Q"
+GO = b"G"
+RESULT = b"M"
+#: the longest a child waits for a quiet device before timing anyway
+QUIET_MAX_S = 10.0
+
+
+def frame(payload: bytes) -> bytes:
+    """``payload`` behind its length header."""
+    return HEADER.pack(len(payload)) + payload
+
+
+def encode_message(message: Any) -> bytes:
+    """A framed pickle of ``message`` (harness to harness only)."""
+    return frame(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def write_message(fd: int, message: Any) -> None:
+    """Write one framed message to ``fd`` (blocking until all of it is written)."""
+    data = memoryview(encode_message(message))
+    while data:
+        written = os.write(fd, data)
+        data = data[written:]
+
+
+def read_message(fd: int) -> Any:
+    """Read one framed message from ``fd``; None at end of file."""
+    header = read_exact(fd, HEADER.size)
+    if header is None:
+        return None
+    (size,) = HEADER.unpack(header)
+    payload = read_exact(fd, size)
+    if payload is None:
+        return None
+    return pickle.loads(payload)  # noqa: S301 - both ends are the harness
+
+
+def read_exact(fd: int, size: int) -> bytes | None:
+    """Exactly ``size`` bytes from ``fd``, or None if it ends first."""
+    chunks = []
+    remaining = size
+    while remaining:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def encode_result(token: str, result: dict[str, Any]) -> bytes:
+    """The framed JSON result message (without the :data:`RESULT` marker in front)."""
+    return frame(json.dumps({"token": token, "result": result}).encode())
+
+
+def decode_result(data: bytes | bytearray, token: str) -> dict[str, Any] | None:
+    """The result in ``data`` (what followed the :data:`RESULT` marker), once complete and
+    well-formed and carrying ``token``; None otherwise."""
+    if len(data) < HEADER.size:
+        return None
+    (size,) = HEADER.unpack(data[: HEADER.size])
+    if len(data) < HEADER.size + size:
+        return None
+    try:
+        message = json.loads(bytes(data[HEADER.size : HEADER.size + size]))
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or message.get("token") != token or not isinstance(message.get("result"), dict):
+        return None
+    return message["result"]
+
+
+class ZygoteLink:
+    """A forked child's side of its two pipes to the zygote."""
+
+    def __init__(self, job_fd: int, result_fd: int) -> None:
+        self.job_fd = job_fd
+        self.result_fd = result_fd
+
+    def send(self, control: bytes) -> None:
+        os.write(self.result_fd, control)
+
+    def wait_quiet(self) -> tuple[float, bool]:
+        """Ask for a quiet device (no sibling starting or ending a context).
+
+        Returns the seconds waited and whether the zygote granted it (False: no answer within
+        :data:`QUIET_MAX_S` and a second, or the zygote went away).
+        """
+        started = time.perf_counter()
+        granted = False
+        try:
+            self.send(QUIET)
+            deadline = started + QUIET_MAX_S + 1.0
+            while (left := deadline - time.perf_counter()) > 0:
+                ready, _, _ = select.select([self.job_fd], [], [], left)
+                if ready:
+                    answer = os.read(self.job_fd, 1)
+                    if answer in (GO, b""):
+                        granted = answer == GO
+                        break
+        except OSError:
+            pass
+        return round(time.perf_counter() - started, 4), granted

@@ -1,0 +1,154 @@
+"""Numeric comparison of outputs (evaluation/compare.py): tolerances, the float32 screen, rounding slack."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from ascend_kernel_gym.evaluation.compare import (  # noqa: E402
+    compare,
+    has_low_precision,
+    inputs_equal,
+    outputs_close,
+    outputs_identical,
+    precision_slack,
+    quick_close,
+    upcast,
+)
+from ascend_kernel_gym.evaluation.outputs import OutputCheckError, flatten_outputs  # noqa: E402
+from ascend_kernel_gym.evaluation.tensors import storage_ptrs  # noqa: E402
+
+
+def test_compare_reports_first_bad_index_and_errors() -> None:
+    ref = torch.zeros(3, 4)
+    cand = ref.clone()
+    cand[1, 2] = 0.5
+    cand[2, 0] = -2.0
+    cmp = compare(cand, ref, atol=1e-3, rtol=1e-3)
+    assert not cmp.ok
+    assert cmp.first_bad_index == [1, 2]
+    assert cmp.max_abs_err == pytest.approx(2.0)
+    assert cmp.bad_count == 2
+    assert cmp.cand_value == pytest.approx(0.5) and cmp.ref_value == 0.0
+    assert math.isfinite(cmp.max_rel_err)
+
+
+def test_compare_tolerances_and_special_values() -> None:
+    ref = torch.tensor([1.0, 100.0, float("nan"), float("inf")])
+    ok = torch.tensor([1.00005, 100.009, float("nan"), float("inf")])
+    assert compare(ok, ref, atol=1e-4, rtol=1e-4).ok
+    bad_nan = torch.tensor([float("nan"), 100.0, float("nan"), float("inf")])
+    cmp = compare(bad_nan, ref, atol=1e-4, rtol=1e-4)
+    assert not cmp.ok and cmp.nonfinite and cmp.first_bad_index == [0]
+    wrong_inf = torch.tensor([1.0, 100.0, float("nan"), -float("inf")])
+    assert not compare(wrong_inf, ref, atol=1e-4, rtol=1e-4).ok
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize(("atol", "rtol"), [(1e-5, 1e-5), (1e-2, 0.0), (1e-30, 1e-3), (0.5, 2.0)])
+def test_quick_close_never_accepts_what_the_float64_check_refuses(dtype, atol, rtol) -> None:
+    gen = torch.Generator().manual_seed(7)
+    ref = (torch.randn(4096, generator=gen) * torch.logspace(-4, 3.5, 4096)).to(dtype)  # finite in float16
+    bound = atol + rtol * ref.double().abs()
+    # Differences at fractions of the float64 bound around 1, where any rounding would show.
+    for fraction in (0.5, 0.999, 0.99999, 1.0, 1.00001, 1.001, 2.0):
+        cand = (ref.double() + bound * fraction * torch.sign(torch.randn(4096, generator=gen))).to(dtype)
+        exact = compare(cand, ref, atol, rtol).ok
+        quick = quick_close(cand, ref, atol, rtol)
+        assert not quick or exact, (fraction, dtype)
+        assert outputs_close(cand, ref, atol, rtol) == exact
+    assert quick_close(ref.clone(), ref, atol, rtol)
+
+
+def test_quick_close_leaves_special_values_and_mixed_inputs_to_the_full_check() -> None:
+    ref = torch.tensor([1.0, float("inf"), 3.0])
+    assert not quick_close(ref.clone(), ref, 1e-4, 1e-4)  # an infinite reference needs the exact check
+    assert outputs_close(ref.clone(), ref, 1e-4, 1e-4)
+    finite = torch.tensor([1.0, 2.0, 3.0])
+    assert not quick_close(torch.tensor([1.0, float("nan"), 3.0]), finite, 1e-4, 1e-4)
+    assert not quick_close(torch.tensor([1.0, float("inf"), 3.0]), finite, 1.0, 1e30)
+    assert not quick_close(finite.double(), finite, 1e-4, 1e-4)  # different dtypes
+    assert not quick_close(finite.double(), finite.double(), 1e-4, 1e-4)  # float64 is not screened
+    assert not quick_close(finite, finite, 0.0, 1e-4)  # atol 0 could underflow in float32
+    assert not quick_close(finite.long(), finite.long(), 1e-4, 1e-4)
+
+
+def test_quick_close_widens_the_bound_by_the_slack_only() -> None:
+    ref = torch.tensor([1.0, 2.0], dtype=torch.float16)
+    cand = torch.tensor([1.0, 2.5], dtype=torch.float16)
+    assert not quick_close(cand, ref, 1e-3, 1e-3)
+    assert quick_close(cand, ref, 1e-3, 1e-3, torch.tensor([0.0, 0.6]))
+    assert not quick_close(cand, ref, 1e-3, 1e-3, torch.tensor([0.6, 0.0]))
+    assert not quick_close(cand, ref, 1e-3, 1e-3, torch.tensor([0.6]))  # a slack of another shape
+
+
+def test_outputs_identical_is_nan_aware_and_exact() -> None:
+    a = torch.tensor([1.0, float("nan"), -0.0])
+    assert outputs_identical(a, torch.tensor([1.0, float("nan"), 0.0]))
+    assert not outputs_identical(a, torch.tensor([1.0, 2.0, 0.0]))
+    assert not outputs_identical(a, a.double())
+    assert outputs_identical(torch.arange(3), torch.arange(3))
+    assert not outputs_identical(torch.arange(3), torch.arange(1, 4))
+
+
+def test_aliasing_and_mutation_helpers() -> None:
+    x = torch.randn(5)
+    assert x.untyped_storage().data_ptr() in storage_ptrs([x])
+    assert x[1:].untyped_storage().data_ptr() in storage_ptrs([x])  # a view shares the storage
+    y = x.clone()
+    y[0] += 1
+    assert inputs_equal([x, 1], [y, 1]) == [0]
+    assert inputs_equal([x], [x.clone()]) == []
+
+
+def _fp16_chain(x: torch.Tensor) -> torch.Tensor:
+    """Rounds every intermediate in float16: far from the true value for some elements."""
+    return (x * 37.0 + 1000.0) - 1000.0
+
+
+def test_precision_slack_is_the_float16_references_own_error() -> None:
+    x = torch.linspace(-3, 3, 4096, dtype=torch.float16)
+    ref = _fp16_chain(x)
+    ref_hi = _fp16_chain(x.float())
+    slack = precision_slack(ref, ref_hi)
+    assert slack is not None and len(slack) == 1 and slack[0].dtype == torch.float32
+    expected = (ref.double() - ref_hi.double()).abs().float()
+    assert torch.equal(slack[0], expected) and float(expected.max()) > 0.1
+    exact = ref_hi.half()  # what a candidate computing in float32 and rounding once returns
+    assert not compare(exact, ref, 1e-2, 1e-2).ok
+    assert compare(exact, ref, 1e-2, 1e-2, slack[0]).ok
+    assert outputs_close((exact, exact), (ref, ref), 1e-2, 1e-2, slack * 2)
+    wrong = exact + 0.5
+    assert not compare(wrong, ref, 1e-2, 1e-2, slack[0]).ok
+
+
+def test_precision_slack_skips_float32_outputs_non_finite_values_and_mismatched_structures() -> None:
+    ref32 = torch.ones(4)
+    assert precision_slack(ref32, ref32 * 2) == [None]
+    ref = torch.tensor([1.0, float("inf"), 2.0], dtype=torch.float16)
+    hi = torch.tensor([1.5, 3.0, float("nan")])
+    slack = precision_slack(ref, hi)
+    assert slack is not None and slack[0].tolist() == [0.5, 0.0, 0.0]
+    assert precision_slack((ref, ref), ref.float()) is None
+    assert has_low_precision((ref32, [ref])) and not has_low_precision(ref32)
+    assert [t.dtype for t in upcast([ref, ref32, 3])[:2]] == [torch.float32, torch.float32]
+
+
+def test_integer_outputs_must_match_exactly() -> None:
+    ref = torch.tensor([2_000_000, 5, 0])
+    assert not compare(ref + torch.tensor([1, 0, 0]), ref, atol=1e-4, rtol=1e-4).ok  # within rtol * |ref|
+    assert compare(ref.clone(), ref, atol=1e-4, rtol=1e-4).ok
+    flags = torch.tensor([True, False])
+    assert not compare(~flags, flags, atol=1.0, rtol=1.0).ok
+
+
+def test_none_in_the_reference_output_pairs_with_none() -> None:
+    out = torch.ones(2)
+    assert [label for *_, label in flatten_outputs((out, None), (out, None))] == ["output[0]"]
+    with pytest.raises(OutputCheckError, match="None"):
+        flatten_outputs((out, out), (out, None))
+    assert outputs_close((out, None), (out, None), 1e-4, 1e-4) and outputs_identical((out, None), (out, None))
+    assert outputs_close(2.5, 2.5, 1e-4, 1e-4) and not outputs_identical(None, out)

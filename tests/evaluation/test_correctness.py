@@ -1,0 +1,40 @@
+"""The correctness stage in a real child (evaluation/correctness.py), through the session pool.
+
+Its helpers are tested on their own in test_inputs.py, test_outputs.py and test_compare.py; the
+cheats it catches are in the bad-input corpus (test_corpus.py) and the red-team files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from ascend_kernel_gym.evaluation import ErrorType, EvalResult, Stage
+from ascend_kernel_gym.evaluation.job import Job
+from ascend_kernel_gym.evaluation.static import check_source
+
+
+def _run(evaluator, task, code: str, num_trials: int, **job_fields) -> EvalResult:
+    report = check_source(code)
+    assert report.ok, report.message()
+    job = Job(
+        task=task, code=code, code_hash=hashlib.sha256(code.encode()).hexdigest(), backend="interpreter",
+        profile="small", num_trials=num_trials, seed=5, kernels=report.kernels, **job_fields,
+    )  # fmt: skip
+    base = EvalResult(task_id=task.id, backend="interpreter", profile="small", code_hash=job.code_hash)
+    return evaluator._run_job(job, 120.0, base)
+
+
+def test_the_job_sets_the_number_of_trials(evaluator, relu_task, relu_solution) -> None:
+    good = _run(evaluator, relu_task, relu_solution, num_trials=2)
+    assert good.ok and good.correct and good.stage == Stage.DONE, good.error_message
+    assert good.trials_passed == good.trials_total == 2
+    wrong = _run(evaluator, relu_task, relu_solution.replace("tl.maximum(x, 0.0)", "x"), num_trials=2)
+    assert wrong.error_type == ErrorType.VALUE_MISMATCH and wrong.stage == Stage.CORRECTNESS
+    assert "(trial 1 of 2)" in wrong.error_message and wrong.trials_passed == 0 and wrong.trials_total == 2
+    assert wrong.compiled and not wrong.correct
+
+
+def test_task_inputs_only_job_says_so(evaluator, relu_task, relu_solution) -> None:
+    result = _run(evaluator, relu_task, relu_solution, num_trials=3, task_inputs_only=True)
+    assert result.ok, result.error_message
+    assert any("task's own input distribution" in w for w in result.warnings)

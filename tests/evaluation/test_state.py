@@ -1,0 +1,46 @@
+"""The child's evaluation state and its one result message (evaluation/state.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from ascend_kernel_gym.evaluation.job import Job
+from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
+from ascend_kernel_gym.evaluation.state import ChildState
+from ascend_kernel_gym.tasks import get_task
+
+
+def test_child_result_scrubs_warnings_and_hack_reasons(tmp_path) -> None:
+    # Red-team round 2, F9: every free text of the result is scrubbed of sandbox paths.
+    sandbox = tmp_path / "akg-pool-abc" / "akg-sandbox-def"
+    sandbox.mkdir(parents=True)
+    leak = f"{sandbox}/kernel.py"
+
+    class Captured(Exception):
+        pass
+
+    class Writer:
+        def emit(self, result: EvalResult):
+            raise Captured(result)
+
+    task = get_task("core/L1/relu")
+    result = EvalResult(task_id=task.id, backend="interpreter", profile="small", code_hash="x", stage=Stage.DONE)
+    result.error_type = ErrorType.INPUT_MUTATED
+    result.error_message = f"at {leak}"
+    result.warnings = [f"cost model could not run: ValueError: at {leak}", "plain note"]
+    result.hack_reasons = [f"input_mutated: at {leak}"]
+    state = ChildState(
+        job=Job(task=task, code="", code_hash="x", backend="interpreter", profile="small", sandbox=str(sandbox)),
+        result=result,
+        writer=Writer(),  # type: ignore[arg-type]
+        sandbox=str(sandbox),
+    )
+    with pytest.raises(Captured) as info:
+        state.finish()
+    sent = info.value.args[0]
+    texts = [sent.error_message, *sent.warnings, *sent.hack_reasons]
+    assert not any("akg-" in t or str(tmp_path) in t for t in texts), texts
+    assert sent.warnings == ["cost model could not run: ValueError: at kernel.py", "plain note"]
+    assert sent.hack_reasons == ["input_mutated: at kernel.py"]
