@@ -40,6 +40,7 @@ from ascend_kernel_gym.evaluation.errors import (
     classify_exception,
     describe_exception,
 )
+from ascend_kernel_gym.evaluation.input_copies import copied_input_piece
 from ascend_kernel_gym.evaluation.inputs import clone_inputs, make_inputs, trial_distribution
 from ascend_kernel_gym.evaluation.outputs import (
     OutputCheckError,
@@ -49,7 +50,7 @@ from ascend_kernel_gym.evaluation.outputs import (
     output_leaves,
     plain_output,
 )
-from ascend_kernel_gym.evaluation.recorder import Recorder, copied_input_piece, is_allowed
+from ascend_kernel_gym.evaluation.recorder import Recorder, is_allowed
 from ascend_kernel_gym.evaluation.result import ErrorType, Stage
 from ascend_kernel_gym.evaluation.sandbox_rules import FILL_TORCH_OPS
 from ascend_kernel_gym.evaluation.snapshot import check_snapshot
