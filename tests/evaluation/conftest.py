@@ -19,7 +19,7 @@ def _leftover_sandboxes(pool_root: str, workers: int) -> list[str]:
     Each live worker's spare child (set up, no job yet) holds one directory without a
     candidate file; spares of zygotes killed by a test remove theirs as they exit (waited for).
     """
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # only a bound on a hang: returns as soon as the spares are gone
     while True:
         found = sorted(glob.glob(os.path.join(pool_root, "**", "akg-sandbox-*"), recursive=True))
         used = [path for path in found if os.path.exists(os.path.join(path, "kernel.py"))]

@@ -78,7 +78,7 @@ def _running(pid: int) -> bool:
         return False
 
 
-def _running_children(pid: int, settle_to: int, within_s: float = 10.0) -> list[int]:
+def _running_children(pid: int, settle_to: int, within_s: float = 60.0) -> list[int]:
     """The running children of ``pid``, once their number has come down to ``settle_to``.
 
     A finished child is killed once its reply is in and may still be tearing down for a few

@@ -52,32 +52,25 @@ def test_stream_rejects_a_forged_or_unframed_result() -> None:
     assert not not_taken.taken and not_taken.reply() is None
 
 
-def test_quiet_waits_for_the_spare_and_for_exiting_children(tmp_path) -> None:
-    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
-    assert zygote._quiet()  # nothing else alive
-    zygote.spare = _child()
-    assert not zygote._quiet()  # the spare is still initialising its device
-    zygote.spare.ready = True
-    assert zygote._quiet()
+def _held_child() -> tuple[int, int]:
+    """A forked child that exits only once the returned pipe end is closed: ``(pid, write_fd)``."""
+    read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # an earlier child still tearing down
-        time.sleep(0.3)
+        os.close(write_fd)
+        os.read(read_fd, 1)
         os._exit(0)
-    zygote.exiting.append(pid)
-    assert not zygote._quiet()
-    deadline = time.monotonic() + 10
-    while not zygote._quiet() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert zygote._quiet() and zygote.exiting == []  # reaped
-    os.rmdir(zygote.root)
+    os.close(read_fd)
+    return pid, write_fd
 
 
 class _FakeTime:
-    """The zygote's clock: time passes only in its sleeps."""
+    """The zygote's clock: time passes only in its sleeps; ``on_sleep`` runs at the first one."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_sleep=None) -> None:
         self.now = 1000.0
         self.sleeps = 0
+        self.on_sleep = on_sleep
 
     def perf_counter(self) -> float:
         return self.now
@@ -85,17 +78,39 @@ class _FakeTime:
     def sleep(self, seconds: float) -> None:
         self.sleeps += 1
         self.now += seconds
+        if self.on_sleep is not None:
+            self.on_sleep()
+            self.on_sleep = None
 
 
-def test_settle_waits_for_earlier_children(tmp_path) -> None:
+def test_quiet_waits_for_the_spare_and_for_exiting_children(tmp_path) -> None:
     zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
-    pid = os.fork()
-    if pid == 0:  # a finished child still tearing down its device context
-        time.sleep(0.6)
-        os._exit(0)
+    assert zygote._quiet()  # nothing else alive
+    zygote.spare = _child()
+    assert not zygote._quiet()  # the spare is still initialising its device
+    zygote.spare.ready = True
+    assert zygote._quiet()
+    pid, release = _held_child()
     zygote.exiting.append(pid)
-    zygote._settle(time.perf_counter() + 600)
-    assert zygote.exiting == []  # it returned only once the child had exited and was reaped
+    assert not zygote._quiet()  # it cannot have exited: it waits for the pipe
+    assert zygote.exiting == [pid]
+    os.close(release)
+    deadline = time.monotonic() + 120  # only a bound on a hang: the child exits at once
+    while not zygote._quiet() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert zygote._quiet() and zygote.exiting == []  # reaped by the zygote
+    os.rmdir(zygote.root)
+
+
+def test_settle_waits_for_earlier_children(tmp_path, monkeypatch) -> None:
+    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
+    pid, release = _held_child()
+    fake = _FakeTime(on_sleep=lambda: os.close(release))  # the child can exit only once settle waits
+    monkeypatch.setattr(zygote_module, "time", fake)
+    zygote.exiting.append(pid)
+    zygote._settle(fake.now + 600)
+    monkeypatch.undo()
+    assert fake.sleeps >= 1 and zygote.exiting == []  # it returned only once the child had exited and was reaped
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
     os.rmdir(zygote.root)
@@ -103,13 +118,7 @@ def test_settle_waits_for_earlier_children(tmp_path) -> None:
 
 def test_settle_gives_up_on_a_child_that_will_not_go_at_the_limit(tmp_path, monkeypatch) -> None:
     zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
-    read_fd, write_fd = os.pipe()
-    stuck = os.fork()
-    if stuck == 0:
-        os.close(write_fd)
-        os.read(read_fd, 1)  # until the test is done with it
-        os._exit(0)
-    os.close(read_fd)
+    stuck, write_fd = _held_child()  # exits only when the test is done with it
     fake = _FakeTime()
     monkeypatch.setattr(zygote_module, "time", fake)
     zygote.exiting.append(stuck)
