@@ -496,3 +496,80 @@ ALLOWED_TORCH_OPS: frozenset[str] = frozenset(
         *DATA_TORCH_OPS,
     }
 )
+
+#: Builtins a module may be passed to without escaping the checker (they only read or print it).
+HARMLESS_BUILTINS = frozenset(
+    f"builtins.{name}" for name in ("print", "str", "repr", "format", "type", "isinstance", "id", "hash", "bool")
+)
+
+#: Torch function names whose use in ``forward`` is worth a static warning (the recorder decides).
+COMPUTE_METHODS = frozenset(
+    {
+        "sum",
+        "mean",
+        "max",
+        "min",
+        "softmax",
+        "log_softmax",
+        "matmul",
+        "mm",
+        "bmm",
+        "relu",
+        "exp",
+        "log",
+        "sqrt",
+        "tanh",
+        "sigmoid",
+        "pow",
+        "norm",
+        "var",
+        "std",
+        "cumsum",
+        "argmax",
+        "argmin",
+        "abs",
+        "clamp",
+        "prod",
+        "addmm",
+        "conv2d",
+        "einsum",
+    }
+)
+#: Torch paths that allocate, describe or move data, never worth that warning
+NON_COMPUTE_TORCH = frozenset(
+    {
+        "torch.empty",
+        "torch.empty_like",
+        "torch.empty_strided",
+        "torch.zeros",
+        "torch.zeros_like",
+        "torch.ones",
+        "torch.ones_like",
+        "torch.full",
+        "torch.full_like",
+        "torch.arange",
+        "torch.device",
+        "torch.Size",
+        "torch.Tensor",
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.float32",
+        "torch.float16",
+        "torch.bfloat16",
+        "torch.float64",
+        "torch.int32",
+        "torch.int64",
+        "torch.int8",
+        "torch.bool",
+        "torch.is_tensor",
+        "torch.cat",
+        "torch.stack",
+        "torch.cuda.synchronize",
+        "torch.cuda.current_stream",
+        "torch.cuda.current_device",
+        "torch.cuda.device",
+        "torch.cuda.is_available",
+        "torch.finfo",
+        "torch.iinfo",
+    }
+)

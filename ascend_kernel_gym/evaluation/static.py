@@ -3,7 +3,7 @@
 The checker resolves names to dotted paths (``from torch import nn as q`` makes ``q.functional``
 mean ``torch.nn.functional``; ``f = torch.compile`` makes ``f`` mean ``torch.compile``;
 ``getattr(torch, "compile")`` means ``torch.compile``) and then applies the policy in
-:mod:`.policy`. Every violation gets one message with its line number. Python-level compute
+:mod:`.sandbox_rules`. Every violation gets one message with its line number. Python-level compute
 in ``forward`` is only a warning here: the authoritative check is the operator recorder that
 runs in the child.
 """
@@ -19,85 +19,9 @@ from ascend_kernel_gym.evaluation import sandbox_rules as rules
 from ascend_kernel_gym.evaluation.result import ErrorType
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
-#: Builtins a module may be passed to without escaping the checker (they only read or print it).
-_HARMLESS_BUILTINS = frozenset(
-    f"builtins.{name}" for name in ("print", "str", "repr", "format", "type", "isinstance", "id", "hash", "bool")
-)
 #: CPython 3.11's ast.parse is not thread-safe (concurrent calls can fail with "AST constructor
 #: recursion depth mismatch", cpython issue 106905): parses are serialised.
 _PARSE_LOCK = threading.Lock()
-
-#: Torch functions whose use in ``forward`` is worth a warning (the recorder decides).
-_COMPUTE_HINT_ROOTS = ("torch.nn.functional.", "torch.")
-_COMPUTE_METHODS = frozenset(
-    {
-        "sum",
-        "mean",
-        "max",
-        "min",
-        "softmax",
-        "log_softmax",
-        "matmul",
-        "mm",
-        "bmm",
-        "relu",
-        "exp",
-        "log",
-        "sqrt",
-        "tanh",
-        "sigmoid",
-        "pow",
-        "norm",
-        "var",
-        "std",
-        "cumsum",
-        "argmax",
-        "argmin",
-        "abs",
-        "clamp",
-        "prod",
-        "addmm",
-        "conv2d",
-        "einsum",
-    }
-)
-_NON_COMPUTE_TORCH = frozenset(
-    {
-        "torch.empty",
-        "torch.empty_like",
-        "torch.empty_strided",
-        "torch.zeros",
-        "torch.zeros_like",
-        "torch.ones",
-        "torch.ones_like",
-        "torch.full",
-        "torch.full_like",
-        "torch.arange",
-        "torch.device",
-        "torch.Size",
-        "torch.Tensor",
-        "torch.no_grad",
-        "torch.inference_mode",
-        "torch.float32",
-        "torch.float16",
-        "torch.bfloat16",
-        "torch.float64",
-        "torch.int32",
-        "torch.int64",
-        "torch.int8",
-        "torch.bool",
-        "torch.is_tensor",
-        "torch.cat",
-        "torch.stack",
-        "torch.cuda.synchronize",
-        "torch.cuda.current_stream",
-        "torch.cuda.current_device",
-        "torch.cuda.device",
-        "torch.cuda.is_available",
-        "torch.finfo",
-        "torch.iinfo",
-    }
-)
 
 
 @dataclass
@@ -430,7 +354,7 @@ class _Checker(ast.NodeVisitor):
         ``import x as y``)."""
         parent = getattr(node, "_akg_parent", None)
         if isinstance(parent, ast.Call) and node in parent.args:
-            if self.resolve(parent.func) in _HARMLESS_BUILTINS:
+            if self.resolve(parent.func) in rules.HARMLESS_BUILTINS:
                 return False
             reads = self.resolve(parent) is not None or self.resolve(parent.func) == "builtins.hasattr"
             if reads and parent.args[0] is node:
@@ -483,19 +407,19 @@ class _Checker(ast.NodeVisitor):
                 )
         if path is not None and self._forward_depth and not self._kernel_depth:
             self._hint_compute(node, path)
-        elif path is None and self._forward_depth and not self._kernel_depth and attr in _COMPUTE_METHODS:
+        elif path is None and self._forward_depth and not self._kernel_depth and attr in rules.COMPUTE_METHODS:
             if isinstance(parent, ast.Call) and parent.func is node:
                 self.warn(node, f"`.{attr}()` in forward computes with PyTorch; do that work in your Triton kernel")
         if len(self.report.violations) == before or not inner:
             self.generic_visit(node)
 
     def _hint_compute(self, node: ast.AST, path: str) -> None:
-        if not path.startswith("torch.") or path in _NON_COMPUTE_TORCH:
+        if not path.startswith("torch.") or path in rules.NON_COMPUTE_TORCH:
             return
         parent = getattr(node, "_akg_parent", None)
         if isinstance(parent, ast.Call) and parent.func is node:
             last = path.rsplit(".", 1)[-1]
-            if path.startswith("torch.nn.functional.") or last in _COMPUTE_METHODS or last[:1].islower():
+            if path.startswith("torch.nn.functional.") or last in rules.COMPUTE_METHODS or last[:1].islower():
                 self.warn(node, f"`{path}` in forward computes with PyTorch; do that work in your Triton kernel")
 
     def visit_Call(self, node: ast.Call) -> None:
