@@ -58,7 +58,7 @@ class Evaluator:
         ascend_checks: ``off``, ``warn`` (report Ascend rule findings as warnings) or ``enforce``
             (findings of severity ``error`` fail the evaluation with ``ascend_constraint``).
         ascend_profile: chip profile for the Ascend checks and the cost model.
-        profile_reps: timed repetitions per model in the profiling stage.
+        profile_reps: timed repetitions per model in the timing stage.
         profile_warmup: untimed warm-up calls per model before timing.
         output_cap: bytes of the candidate's printed output kept in the result.
         start: start the workers now (in the background) instead of on first use.

@@ -38,6 +38,6 @@ class Job:
     #: on values outside [0, 1]), which no process can recover from
     task_inputs_only: bool = False
     torch_threads: int = 1
-    #: Test hook: run the profiling stage on the interpreter with wall-clock timers and a small
+    #: Test hook: run the timing stage on the interpreter with wall-clock timers and a small
     #: cache flush, to exercise that code without a device. Its numbers mean nothing.
     cpu_timing: bool = False

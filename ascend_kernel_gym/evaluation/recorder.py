@@ -185,7 +185,7 @@ class Recorder:
         self.input_bytes: list[torch.Tensor] = []
         #: dtypes a kernel's copy of an input could be converted back to (see ``conversion_dtypes``)
         self.input_dtypes: tuple[torch.dtype, ...] = ()
-        #: called before every Triton launch (any module) when set: the profiling stage uses it to
+        #: called before every Triton launch (any module) when set: the timing stage uses it to
         #: see launches on a stream other than the timing stream
         self.stream_probe: Callable[[], None] | None = None
         #: the most registers any compiled kernel launched so far spilled to local memory

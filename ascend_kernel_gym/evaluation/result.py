@@ -102,7 +102,7 @@ class EvalRequest:
             interpreter, ``full`` on devices).
         num_trials: correctness trials, each with fresh inputs; ``None`` uses the evaluator's
             ``num_trials``. A number given here always wins over the evaluator's.
-        measure_performance: run the profiling stage where the backend can time kernels.
+        measure_performance: run the timing stage where the backend can time kernels.
         timeout_s: wall-clock limit for the whole child; ``None`` uses the evaluator's default.
         seed: fixes the hidden input seeds (for reproducible tests); ``None`` draws them secretly.
     """
