@@ -139,7 +139,7 @@ def run_compile(state: ChildState, device: torch.device, mark: PartTimer) -> Com
     guard.install()
     mark("guard")
 
-    # --- compile: import, construct, first call --------------------------------------------
+    # The candidate: import and construct (its first call is the first correctness trial).
     module = _import_candidate(job.code, candidate_file)
     check_snapshot(snapshot)
     mark("import")
