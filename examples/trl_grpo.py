@@ -104,8 +104,8 @@ def suite_corpus(suite: str = "core") -> list[str]:
 
 def tiny_setup(task_id: str, seed: int = 0) -> dict[str, Any]:
     """Tokenizer, model and generation restrictions of the offline smoke run (see the module docstring)."""
-    from ascend_kernel_gym.integrations.sb3 import with_mask_off_by_one
     from ascend_kernel_gym.tasks import get_task
+    from ascend_kernel_gym.tasks.variants import with_mask_off_by_one
 
     task = get_task(task_id)
     reference = task.solution_source()

@@ -1,21 +1,34 @@
 """Policies, rollout collection and the segment-level GRPO trainer.
 
-Importing this package does not import torch: :class:`HFPolicy`, :class:`SegmentGRPOTrainer` and
-:class:`SegmentGRPOConfig` are loaded on first access.
+Names resolve lazily: importing this package imports no torch (only :class:`HFPolicy`,
+:class:`SegmentGRPOTrainer` and what they need do, on first access).
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from ascend_kernel_gym.agents.advantages import ESTIMATORS, assign_advantages, group_advantages
-from ascend_kernel_gym.agents.openai_http import OpenAIChatPolicy, PolicyHTTPError
-from ascend_kernel_gym.agents.policy import Generation, Policy
-from ascend_kernel_gym.agents.rollout import EnvPool, TokenPolicy, collect_rollouts, make_env
-from ascend_kernel_gym.agents.samples import EpisodeRecord, RolloutBatch, SegmentSample, TurnRecord
-from ascend_kernel_gym.agents.scripted import ChoicePolicy, ReferencePolicy, ScriptedPolicy
-
-_LAZY = {
+_EXPORTS = {
+    "ESTIMATORS": "ascend_kernel_gym.agents.advantages",
+    "assign_advantages": "ascend_kernel_gym.agents.advantages",
+    "group_advantages": "ascend_kernel_gym.agents.advantages",
+    "OpenAIChatPolicy": "ascend_kernel_gym.agents.openai_http",
+    "PolicyHTTPError": "ascend_kernel_gym.agents.openai_http",
+    "Generation": "ascend_kernel_gym.agents.policy",
+    "Policy": "ascend_kernel_gym.agents.policy",
+    "TaskAwarePolicy": "ascend_kernel_gym.agents.policy",
+    "EnvPool": "ascend_kernel_gym.agents.rollout",
+    "TokenPolicy": "ascend_kernel_gym.agents.rollout",
+    "collect_rollouts": "ascend_kernel_gym.agents.rollout",
+    "make_env": "ascend_kernel_gym.agents.rollout",
+    "EpisodeRecord": "ascend_kernel_gym.agents.samples",
+    "RolloutBatch": "ascend_kernel_gym.agents.samples",
+    "SegmentSample": "ascend_kernel_gym.agents.samples",
+    "TurnRecord": "ascend_kernel_gym.agents.samples",
+    "ChoicePolicy": "ascend_kernel_gym.agents.scripted",
+    "ReferencePolicy": "ascend_kernel_gym.agents.scripted",
+    "ScriptedPolicy": "ascend_kernel_gym.agents.scripted",
     "HFPolicy": "ascend_kernel_gym.agents.hf",
     "SamplingParams": "ascend_kernel_gym.agents.hf",
     "LoraSettings": "ascend_kernel_gym.agents.hf",
@@ -24,37 +37,16 @@ _LAZY = {
     "KernelChoiceWrapper": "ascend_kernel_gym.wrappers.choice",
 }
 
-__all__ = [
-    "ESTIMATORS",
-    "ChoicePolicy",
-    "EnvPool",
-    "EpisodeRecord",
-    "Generation",
-    "HFPolicy",
-    "KernelChoiceWrapper",
-    "LoraSettings",
-    "OpenAIChatPolicy",
-    "Policy",
-    "PolicyHTTPError",
-    "ReferencePolicy",
-    "RolloutBatch",
-    "SamplingParams",
-    "ScriptedPolicy",
-    "SegmentGRPOConfig",
-    "SegmentGRPOTrainer",
-    "SegmentSample",
-    "TokenPolicy",
-    "TurnRecord",
-    "assign_advantages",
-    "collect_rollouts",
-    "group_advantages",
-    "make_env",
-]
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'ascend_kernel_gym.agents' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

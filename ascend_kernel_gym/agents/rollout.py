@@ -1,7 +1,7 @@
 """Rollout collection: groups of episodes through the wrapped env, cut into segment samples.
 
 For every task, G episodes run through an env built by ``env_factory`` (by default
-``AscendTritonEnv`` + ``CompactionWrapper``, optionally ``KBRetrievalWrapper``). All live
+:func:`make_env`: ``AscendTritonEnv`` in the standard wrapper stack). All live
 episodes generate in one batched call per round; their env steps run concurrently on a thread
 pool, so their evaluations go to the shared evaluator pool together.
 
@@ -55,10 +55,10 @@ def make_env(
     kb: Mapping[str, Any] | None = None,
     choice: Mapping[str, Any] | None = None,
 ) -> Any:
-    """Build the training env: ``AscendTritonEnv(**env_kwargs)``, then the optional wrappers.
+    """Build the training env: ``AscendTritonEnv(**env_kwargs)`` in the standard wrapper stack.
 
-    Wrapping order (inner to outer): kernel choice (tests), knowledge base, compaction, so that
-    compaction counts the tips in its budget.
+    The wrappers are put on by :func:`~ascend_kernel_gym.wrappers.stack.build_stack`, in its one
+    order (inside out: kernel choice, compaction, knowledge base).
 
     Args:
         env_kwargs: arguments of ``AscendTritonEnv`` (``backend``, ``max_turns``, ``reward``, ...).
@@ -67,21 +67,10 @@ def make_env(
         choice: arguments of :class:`~ascend_kernel_gym.wrappers.choice.KernelChoiceWrapper` (``None``: off).
     """
     from ascend_kernel_gym.envs.ascend_triton import AscendTritonEnv
+    from ascend_kernel_gym.wrappers.stack import build_stack
 
-    env: Any = AscendTritonEnv(**dict(env_kwargs or {}))
-    if choice is not None:
-        from ascend_kernel_gym.wrappers.choice import KernelChoiceWrapper
-
-        env = KernelChoiceWrapper(env, **dict(choice))
-    if kb is not None:
-        from ascend_kernel_gym.wrappers.kb_retrieval import KBRetrievalWrapper
-
-        env = KBRetrievalWrapper(env, **dict(kb))
-    if compaction is not None:
-        from ascend_kernel_gym.wrappers.compaction import CompactionWrapper
-
-        env = CompactionWrapper(env, **dict(compaction))
-    return env
+    env = AscendTritonEnv(**dict(env_kwargs or {}))
+    return build_stack(env, choice=choice, compaction=compaction, kb=kb)
 
 
 class EnvPool:

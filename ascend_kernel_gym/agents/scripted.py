@@ -2,7 +2,7 @@
 
 - :class:`ScriptedPolicy` answers from a fixed list, by turn.
 - :class:`ReferencePolicy` submits the task's bundled reference solution, optionally after a
-  number of deliberately broken attempts.
+  number of deliberately broken attempts (also the ``reference`` agent of ``akg eval``).
 - :class:`ChoicePolicy` answers a label (``A``, ``B``, ...) for the kernel-choice env of
   :mod:`ascend_kernel_gym.wrappers.choice`, at random with given probabilities or from a list.
 
@@ -17,7 +17,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ascend_kernel_gym.agents.policy import Generation, Message, Policy
+from ascend_kernel_gym.agents.policy import Generation, Message, Policy, TaskAwarePolicy
+from ascend_kernel_gym.tasks.variants import broken_variant, fenced
 
 _TASK_ID_RE = re.compile(r"^#\s*Task\s+(\S+)", re.MULTILINE)
 _TURN_RE = re.compile(r"Result of turn (\d+)")
@@ -54,33 +55,6 @@ def task_id_from_messages(messages: Sequence[Message]) -> str | None:
     return None
 
 
-def fenced(code: str) -> str:
-    """``code`` in a fenced python block."""
-    return f"```python\n{code.rstrip()}\n```"
-
-
-def broken_variant(solution: str) -> str:
-    """A variant of a working solution whose ``forward`` raises: compiles, fails at its first call."""
-    return (
-        solution.rstrip()
-        + "\n\n\n_WorkingModelNew = ModelNew\n\n\nclass ModelNew(_WorkingModelNew):\n"
-        + "    def forward(self, *args, **kwargs):\n"
-        + "        raise RuntimeError('deliberately broken attempt')\n"
-    )
-
-
-def hacky_variant(reference_source: str) -> str:
-    """A known hack: ``ModelNew`` inherits the PyTorch reference and a decoy Triton kernel is never launched."""
-    return (
-        "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n"
-        + reference_source.rstrip()
-        + "\n\n\n@triton.jit\ndef decoy_kernel(x_ptr, n, BLOCK: tl.constexpr):\n"
-        + "    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
-        + "    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)\n\n\n"
-        + "class ModelNew(Model):\n    pass\n"
-    )
-
-
 class ScriptedPolicy(Policy):
     """Answers ``answers[k]`` on the k-th turn of an episode (the last answer once the list runs out).
 
@@ -103,62 +77,93 @@ class ScriptedPolicy(Policy):
         return out
 
 
-class ReferencePolicy(Policy):
-    """Submits the task's bundled reference solution, after ``broken_attempts`` broken ones.
+class ReferencePolicy(TaskAwarePolicy):
+    """Submits each task's bundled reference solution, after ``broken_attempts`` broken ones.
 
-    The task is read from the env's task prompt (``# Task <id>``); give ``tasks`` to look ids up in
-    a custom list (e.g. tasks loaded from files), else bundled tasks are found with ``get_task``.
+    A baseline and a harness check (``akg eval --agent reference``: on a healthy install every
+    task with a solution is correct), and a scripted policy for rollout tests.
+
+    Which task a context is about: the evaluation runner names it (:meth:`generate_for_tasks`);
+    otherwise ``task_resolver(messages)`` when given, else the env's task prompt line
+    ``# Task <id>``, else the first of ``tasks`` whose id or reference source appears in the
+    context. Ids are looked up in ``tasks`` first, then among the bundled suites (``get_task``).
 
     Args:
+        tasks: tasks to resolve ids against (e.g. tasks loaded from files); each must ship a
+            reference solution.
         broken_attempts: how many turns answer a broken variant of the solution first.
-        tasks: tasks to resolve ids against (optional).
-        task_resolver: a callable ``messages -> Task`` that overrides the lookup.
+        task_resolver: a callable ``messages -> Task`` that overrides the lookup from the context.
         name: the name in reports.
+
+    Raises:
+        ValueError: a negative ``broken_attempts``, or a task in ``tasks`` without a reference solution.
     """
+
+    name = "reference"
+    #: Answers are instant: no point waiting for a generation batch to fill up.
+    batch_wait_s = 0.0
 
     def __init__(
         self,
-        broken_attempts: int = 0,
         tasks: Sequence[Any] | None = None,
+        broken_attempts: int = 0,
         task_resolver: Callable[[Sequence[Message]], Any] | None = None,
         name: str = "reference",
     ) -> None:
         if broken_attempts < 0:
             raise ValueError(f"broken_attempts must be >= 0, got {broken_attempts}")
+        super().__init__(tasks or ())
+        missing = [task_id for task_id, task in self.tasks.items() if task.solution_path is None]
+        if missing:
+            raise ValueError(f"reference agent: no bundled reference solution for {missing}")
         self.broken_attempts = broken_attempts
-        self.tasks = {t.id: t for t in tasks} if tasks else {}
         self.task_resolver = task_resolver
         self.name = name
+        self.calls = 0
 
     def describe(self) -> dict[str, Any]:
-        info = super().describe()
-        info["broken_attempts"] = self.broken_attempts
-        return info
+        return {
+            **super().describe(),
+            "kind": "scripted",
+            "description": "bundled reference solutions",
+            "broken_attempts": self.broken_attempts,
+        }
 
-    def _task(self, messages: Sequence[Message]) -> Any:
-        if self.task_resolver is not None:
-            return self.task_resolver(messages)
-        task_id = task_id_from_messages(messages)
-        if task_id is None:
-            raise ValueError("ReferencePolicy: no '# Task <id>' line in the context; pass task_resolver=")
+    def generate(self, batch: Sequence[Sequence[Message]]) -> list[Generation]:
+        return [self._answer_task(self._task_of(messages), messages) for messages in batch]
+
+    def answer(self, task_id: str, messages: Sequence[Message]) -> Generation:
+        return self._answer_task(self._lookup(task_id), messages)
+
+    def _lookup(self, task_id: str) -> Any:
         if task_id in self.tasks:
             return self.tasks[task_id]
         from ascend_kernel_gym.tasks.suite import get_task
 
         return get_task(task_id)
 
-    def generate(self, batch: Sequence[Sequence[Message]]) -> list[Generation]:
-        out = []
-        for messages in batch:
-            task = self._task(messages)
-            solution = task.solution_source()
-            if solution is None:
-                out.append(Generation(text="I have no reference solution for this task.", meta={"task_id": task.id}))
-                continue
-            turn = turns_so_far(messages)
-            code = broken_variant(solution) if turn < self.broken_attempts else solution
-            out.append(Generation(text=fenced(code), meta={"task_id": task.id, "turn": turn}))
-        return out
+    def _task_of(self, messages: Sequence[Message]) -> Any:
+        if self.task_resolver is not None:
+            return self.task_resolver(messages)
+        task_id = task_id_from_messages(messages)
+        if task_id is None:
+            if not self.tasks:
+                raise ValueError(
+                    "ReferencePolicy: cannot tell which task this context is about (no '# Task <id>' line); "
+                    "pass tasks= or task_resolver="
+                )
+            task_id = self.find_task(messages)
+        return self._lookup(task_id)
+
+    def _answer_task(self, task: Any, messages: Sequence[Message]) -> Generation:
+        self.calls += 1
+        solution = task.solution_source()
+        if solution is None:
+            return Generation(text="I have no reference solution for this task.", meta={"task_id": task.id})
+        turn = turns_so_far(messages)
+        code = broken_variant(solution) if turn < self.broken_attempts else solution
+        meta = {"task_id": task.id, "turn": turn, "source": "bundled reference solution"}
+        return Generation(text=fenced(code), meta=meta)
 
 
 class ChoicePolicy(Policy):

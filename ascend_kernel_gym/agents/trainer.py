@@ -245,6 +245,31 @@ class MetricsLogger:
             self.writer.close()
 
 
+def config_env_factory(config: SegmentGRPOConfig, task_ids: Sequence[str], tokenizer: Any = None) -> Callable[[], Any]:
+    """The trainer's default env factory: :func:`make_env` from the config's env, compaction, KB and choice.
+
+    Args:
+        config: the run's settings.
+        task_ids: the training tasks.
+        tokenizer: the policy's tokenizer, given to compaction unless the config names one.
+    """
+    env_kwargs = {
+        "suite": config.suite,
+        "split": config.split,
+        "backend": config.backend,
+        "max_turns": config.max_turns,
+        "reward": config.reward,
+        "reward_mode": config.reward_mode,
+        "task_ids": list(task_ids),
+        **config.env_kwargs,
+    }
+    compaction = None
+    if config.compaction is not None:
+        compaction = dict(config.compaction)
+        compaction.setdefault("tokenizer", tokenizer)
+    return lambda: make_env(env_kwargs, compaction=compaction, kb=config.kb, choice=config.choice)
+
+
 # ---------------------------------------------------------------------- trainer
 
 
@@ -306,22 +331,7 @@ class SegmentGRPOTrainer:
 
     # ------------------------------------------------------------------ env
     def _default_env_factory(self) -> Callable[[], Any]:
-        cfg = self.config
-        env_kwargs = {
-            "suite": cfg.suite,
-            "split": cfg.split,
-            "backend": cfg.backend,
-            "max_turns": cfg.max_turns,
-            "reward": cfg.reward,
-            "reward_mode": cfg.reward_mode,
-            "task_ids": [t.id for t in self.tasks],
-            **cfg.env_kwargs,
-        }
-        compaction = None
-        if cfg.compaction is not None:
-            compaction = dict(cfg.compaction)
-            compaction.setdefault("tokenizer", self.policy.tokenizer)
-        return lambda: make_env(env_kwargs, compaction=compaction, kb=cfg.kb, choice=cfg.choice)
+        return config_env_factory(self.config, [t.id for t in self.tasks], tokenizer=self.policy.tokenizer)
 
     def close(self) -> None:
         self.env_pool.close()

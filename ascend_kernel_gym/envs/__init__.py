@@ -1,6 +1,8 @@
-"""The ``AscendTriton-v0`` environment, its reward presets, prompts and evaluator sharing.
+"""The ``AscendTriton-v0`` environment, its reward presets, prompts and text helpers.
 
-Names are imported lazily so that ``import ascend_kernel_gym`` (which registers the envs) stays light.
+Names resolve lazily so that ``import ascend_kernel_gym`` (which registers the envs) stays light.
+The evaluator server and client for envs in several processes are in
+:mod:`ascend_kernel_gym.evaluation` (``EvaluatorServer``, ``EvaluatorClient``).
 """
 
 from __future__ import annotations
@@ -11,8 +13,6 @@ from typing import Any
 _EXPORTS = {
     "AscendTritonEnv": "ascend_kernel_gym.envs.ascend_triton",
     "DEFAULT_MAX_OBS_CHARS": "ascend_kernel_gym.envs.ascend_triton",
-    "EvaluatorClient": "ascend_kernel_gym.evaluation.remote",
-    "EvaluatorServer": "ascend_kernel_gym.evaluation.remote",
     "extract_code": "ascend_kernel_gym.envs.extract",
     "PRESETS": "ascend_kernel_gym.envs.rewards",
     "REWARD_MODES": "ascend_kernel_gym.envs.rewards",
@@ -21,16 +21,16 @@ _EXPORTS = {
     "CHARSET": "ascend_kernel_gym.envs.text",
     "sanitize": "ascend_kernel_gym.envs.text",
     "load_templates": "ascend_kernel_gym.envs.templates",
+    "register_envs": "ascend_kernel_gym.envs.registration",
 }
 
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ascend_kernel_gym.envs' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
     globals()[name] = value
     return value
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 
 ENTRY_POINT = "ascend_kernel_gym.envs.ascend_triton:AscendTritonEnv"
-#: The ATRL-style harness: AscendTriton-v0 with compaction and knowledge-base tips.
+#: The ATRL-style harness: AscendTriton-v0 with compaction and knowledge-base tips (built by ``build_stack``).
 ATRL_ENTRY_POINT = "ascend_kernel_gym.wrappers.stack:make_atrl_env"
 #: A numeric decision problem over kernel variants, for libraries that cannot consume Text spaces (SB3).
 KERNEL_CHOICE_ENTRY_POINT = "ascend_kernel_gym.integrations.sb3:KernelChoiceEnv"

@@ -143,9 +143,11 @@ class AscendTritonToolEnv:
         import gymnasium as gym
 
         import ascend_kernel_gym  # noqa: F401 - registers AscendTriton-v0
+        from ascend_kernel_gym.wrappers.stack import build_stack
 
         cfg = self.config
-        return gym.make(
+        # TRL keeps the conversation itself and only sees the feedback text: no context wrappers.
+        env = gym.make(
             "AscendTriton-v0",
             suite=cfg.suite,
             split=cfg.split,
@@ -155,6 +157,7 @@ class AscendTritonToolEnv:
             reward_mode="score",
             **cfg.env_kwargs,
         )
+        return build_stack(env)
 
     def _no_code_score(self) -> float:
         if self.config.no_submission_reward is not None:

@@ -1,8 +1,12 @@
-"""Policies for ``akg eval --agent``: the bundled ``reference`` agent and the agent-spec resolver.
+"""The agent-spec resolver of ``akg eval --agent`` (:func:`build_policy`).
+
+The policies live in :mod:`ascend_kernel_gym.agents`; ``ReferencePolicy`` and ``TaskAwarePolicy``
+are re-exported here for existing imports.
 
 Agent specs:
 
-- ``reference``: :class:`ReferencePolicy`, submits each task's bundled reference solution.
+- ``reference``: :class:`~ascend_kernel_gym.agents.scripted.ReferencePolicy`, submits each task's
+  bundled reference solution.
 - ``openai``: an OpenAI-compatible chat-completions endpoint (``agents.openai_http.OpenAIChatPolicy``).
 - ``hf``: a local Hugging Face causal LM (``agents.hf.HFPolicy``).
 - ``module:Class`` (or ``module:factory``): any importable :class:`Policy` subclass or factory.
@@ -16,77 +20,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ascend_kernel_gym.agents.policy import Generation, Message, Policy
+from ascend_kernel_gym.agents.policy import Policy, TaskAwarePolicy
+from ascend_kernel_gym.agents.scripted import ReferencePolicy
 from ascend_kernel_gym.tasks.task import Task
 
+__all__ = ["BUILTIN_AGENTS", "ReferencePolicy", "TaskAwarePolicy", "build_policy"]
+
 BUILTIN_AGENTS = ("reference", "openai", "hf")
-
-
-class TaskAwarePolicy(Policy):
-    """A policy the runner also tells which task each context belongs to (scripted baselines).
-
-    The runner calls :meth:`generate_for_tasks`; :meth:`generate` works without task ids by
-    finding the task in the context (its id or its reference source).
-    """
-
-    def __init__(self, tasks: Sequence[Task]) -> None:
-        self.tasks = {task.id: task for task in tasks}
-
-    def generate(self, batch: Sequence[Sequence[Message]]) -> list[Generation]:
-        return self.generate_for_tasks(batch, [self.find_task(messages) for messages in batch])
-
-    def generate_for_tasks(self, batch: Sequence[Sequence[Message]], task_ids: Sequence[str]) -> list[Generation]:
-        """Answer every context in ``batch``; ``task_ids[i]`` is the task of ``batch[i]``."""
-        if len(batch) != len(task_ids):
-            raise ValueError(f"generate_for_tasks: {len(batch)} contexts but {len(task_ids)} task ids")
-        return [self.answer(task_id, messages) for messages, task_id in zip(batch, task_ids, strict=True)]
-
-    def answer(self, task_id: str, messages: Sequence[Message]) -> Generation:
-        raise NotImplementedError
-
-    def find_task(self, messages: Sequence[Message]) -> str:
-        """The id of the task a context is about (raises ``ValueError`` when none matches)."""
-        text = "\n".join(m.get("content", "") for m in messages)
-        for task_id in self.tasks:
-            if task_id in text:
-                return task_id
-        for task_id, task in self.tasks.items():
-            for profile in task.profiles:
-                body = task.prompt_source(profile).strip()
-                if body and body in text:
-                    return task_id
-        raise ValueError(f"{type(self).__name__}: cannot tell which of {len(self.tasks)} tasks this context is about")
-
-
-class ReferencePolicy(TaskAwarePolicy):
-    """Submits the bundled reference solution of each task, every turn.
-
-    A baseline and a harness check: on a healthy install every task with a solution is correct.
-
-    Args:
-        tasks: the tasks it may be asked about (each needs ``solution_path``).
-    """
-
-    name = "reference"
-    #: Answers are instant: no point waiting for a generation batch to fill up.
-    batch_wait_s = 0.0
-
-    def __init__(self, tasks: Sequence[Task]) -> None:
-        super().__init__(tasks)
-        missing = [t.id for t in tasks if t.solution_path is None]
-        if missing:
-            raise ValueError(f"reference agent: no bundled reference solution for {missing}")
-        self.calls = 0
-
-    def answer(self, task_id: str, messages: Sequence[Message]) -> Generation:
-        if task_id not in self.tasks:
-            raise KeyError(f"reference agent: unknown task {task_id!r}")
-        self.calls += 1
-        source = self.tasks[task_id].solution_source() or ""
-        return Generation(text=f"```python\n{source.rstrip()}\n```", meta={"source": "bundled reference solution"})
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "kind": "scripted", "description": "bundled reference solutions"}
 
 
 def _import_object(spec: str) -> Any:

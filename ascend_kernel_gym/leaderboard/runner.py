@@ -106,10 +106,14 @@ def episode_seed(base: int, task_id: str, sample: int) -> int:
 
 
 def default_env_factory(config: EvalConfig, backend: str) -> Any:
-    """An unwrapped ``AscendTriton-v0`` for ``config`` (the env checker is off: the runner drives it)."""
+    """``AscendTriton-v0`` for ``config``, through the standard wrapper stack with no wrapper switched on.
+
+    The env checker and order enforcer of ``gym.make`` are stripped: the runner drives the env.
+    """
     import gymnasium as gym
 
     import ascend_kernel_gym  # noqa: F401 - registers the environments
+    from ascend_kernel_gym.wrappers.stack import build_stack
 
     kwargs = {
         "suite": config.suite,
@@ -121,7 +125,7 @@ def default_env_factory(config: EvalConfig, backend: str) -> Any:
         "reward": config.reward,
         **config.env_kwargs,
     }
-    return gym.make("AscendTriton-v0", disable_env_checker=True, **kwargs).unwrapped
+    return build_stack(gym.make("AscendTriton-v0", disable_env_checker=True, **kwargs).unwrapped)
 
 
 class _Request:

@@ -15,7 +15,7 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
-from ascend_kernel_gym.agents.scripted import broken_variant, fenced, hacky_variant
+from ascend_kernel_gym.tasks.variants import broken_variant, fenced, hacky_variant
 
 
 @dataclass(frozen=True)

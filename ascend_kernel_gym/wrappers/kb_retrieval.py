@@ -214,8 +214,9 @@ class KBRetrievalWrapper(gym.Wrapper):
             info["kb"] = {"query": None, "hits": [], "injected": False, "skipped": "summary_requested"}
             return obs, reward, terminated, truncated, info
         feedback, eval_dict = info.get("feedback"), info.get("eval")
-        if not feedback and eval_dict is None:
-            # A summary turn of a compaction wrapper below: use the last kernel turn's result.
+        if not feedback and not eval_dict:
+            # A summary turn of a compaction wrapper below (it reports eval={}, feedback=""): use the
+            # last kernel turn's result.
             attempts = getattr(self.env.unwrapped, "attempts", None) or []
             if attempts:
                 feedback, eval_dict = attempts[-1].get("feedback"), attempts[-1].get("eval")

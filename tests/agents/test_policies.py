@@ -288,6 +288,38 @@ def test_reference_policy_breaks_then_submits_solution():
         policy.generate([[{"role": "user", "content": "nothing"}]])
 
 
+def test_reference_policy_is_one_class_for_rollouts_and_the_eval_runner():
+    from dataclasses import replace
+
+    from ascend_kernel_gym.leaderboard import agents as lb_agents
+    from ascend_kernel_gym.tasks import load_suite
+    from ascend_kernel_gym.tasks.variants import fenced
+
+    assert lb_agents.ReferencePolicy is ReferencePolicy
+    relu, sum_dim = load_suite("core", split="all", task_ids=["core/L1/relu", "core/L1/sum_dim"])
+    policy = lb_agents.build_policy("reference", [relu, sum_dim])
+    assert type(policy) is ReferencePolicy and policy.batch_wait_s == 0.0 and policy.name == "reference"
+    # The runner names the task, whatever the context says.
+    named = policy.generate_for_tasks([_ctx(1)], ["core/L1/sum_dim"])[0]
+    assert named.text == fenced(sum_dim.solution_source()) and named.meta["task_id"] == "core/L1/sum_dim"
+    # Without a name: the '# Task <id>' line first, then the ids and sources of the given tasks.
+    assert policy.generate([_ctx(0)])[0].meta["task_id"] == "core/L1/relu"
+    found = policy.generate([[{"role": "user", "content": "Solve core/L1/sum_dim please"}]])[0]
+    assert found.meta["task_id"] == "core/L1/sum_dim"
+    assert policy.calls == 3
+    described = policy.describe()
+    assert described["kind"] == "scripted" and described["broken_attempts"] == 0
+    assert described["class"] == "ascend_kernel_gym.agents.scripted.ReferencePolicy"
+    # Broken attempts also apply when the runner names the task.
+    breaking = ReferencePolicy([relu], broken_attempts=2)
+    first, third = breaking.generate_for_tasks([_ctx(1, "x"), _ctx(2, "x")], ["core/L1/relu"] * 2)
+    assert "deliberately broken" in first.text and third.text == fenced(relu.solution_source())
+    with pytest.raises(ValueError, match="no bundled reference solution"):
+        ReferencePolicy([replace(relu, solution_path=None)])
+    with pytest.raises(ValueError, match="broken_attempts"):
+        ReferencePolicy(broken_attempts=-1)
+
+
 def test_choice_policy_probabilities_and_sequence():
     always_b = ChoicePolicy(probs=[0, 1, 0])
     assert {g.text for g in always_b.generate([_ctx(0)] * 20)} == {"B"}

@@ -9,8 +9,7 @@ import numpy as np
 from env_helpers import RELU, fenced
 
 import ascend_kernel_gym  # noqa: F401 - registers the envs
-from ascend_kernel_gym.envs import EvaluatorServer
-from ascend_kernel_gym.evaluation import get_shared_evaluator
+from ascend_kernel_gym.evaluation import EvaluatorServer, get_shared_evaluator
 from ascend_kernel_gym.tasks import get_task
 
 SOURCE = get_task(RELU).solution_source()

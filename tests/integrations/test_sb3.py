@@ -1,4 +1,4 @@
-"""The Stable-Baselines3 adapter: variant generation, the choice env, check_env and a PPO run.
+"""The Stable-Baselines3 adapter: the choice env over kernel variants, check_env and a PPO run.
 
 Unit tests use a stub evaluator (they test this module's bookkeeping); the integration tests use
 the real evaluator on the interpreter and SB3 itself.
@@ -6,7 +6,6 @@ the real evaluator on the interpreter and SB3 itself.
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import re
 import sys
@@ -17,19 +16,9 @@ import numpy as np
 import pytest
 
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
-from ascend_kernel_gym.integrations.sb3 import (
-    DEFAULT_MENU,
-    OUTCOMES,
-    KernelChoiceEnv,
-    kernel_variants,
-    outcome_of,
-    task_features,
-    with_block_size,
-    with_grid_minus_one,
-    with_launch_skipped,
-    with_mask_off_by_one,
-)
-from ascend_kernel_gym.tasks import get_task, load_suite
+from ascend_kernel_gym.integrations.sb3 import DEFAULT_MENU, OUTCOMES, KernelChoiceEnv, outcome_of, task_features
+from ascend_kernel_gym.tasks import get_task
+from ascend_kernel_gym.tasks.variants import kernel_variants
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "integrations.md"
@@ -80,65 +69,13 @@ class StubEvaluator:
         return [self.evaluate(r) for r in requests]
 
 
-# ------------------------------------------------------------------------------ variants
+# ------------------------------------------------------------------------------ menu
+# The variant makers themselves are tested in tests/tasks/test_variants.py.
 
 
-def test_block_size_rewrites_assignments_tuples_and_keywords_on_the_host_only():
-    source = (
-        "@triton.jit\n"
-        "def k(x, BLOCK_SIZE: tl.constexpr):\n"
-        "    BLOCK_SIZE2 = 7\n"
-        "def host(x):\n"
-        "    BLOCK_M, BLOCK_N = 64, 32\n"
-        "    k[(1,)](x, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N)\n"
-    )
-    out = with_block_size(source, 128)
-    assert "BLOCK_M, BLOCK_N = 128, 32" in out
-    assert "BLOCK_SIZE2 = 7" in out  # kernel body untouched
-    keyword = with_block_size("def f(x):\n    k[(1,)](x, BLOCK_SIZE=1024)\n", 64)
-    assert "BLOCK_SIZE=64" in keyword
-    assert with_block_size("def f(x):\n    return x\n", 64) is None
-    same = "def f(x):\n    BLOCK = 64\n"
-    assert with_block_size(same, 64) == same
-
-
-def test_mutations_change_exactly_what_they_claim():
-    reference = get_task(RELU).solution_source()
-    masked = with_mask_off_by_one(reference)
-    assert masked is not None and "- 1" in masked and masked != reference
-    assert reference.count("\n") == masked.count("\n")
-    grid = with_grid_minus_one(reference)
-    assert grid is not None and "max(" in grid and "- 1, 1)" in grid
-    skipped = with_launch_skipped(reference)
-    assert skipped is not None and "relu_kernel[" not in skipped and "launch removed" in skipped
-    assert with_mask_off_by_one("def f(:") is None
-
-
-def test_kernel_variants_default_menu_and_every_variant_parses():
-    task = get_task(RELU)
-    variants = kernel_variants(task)
-    assert tuple(v.name for v in variants) == DEFAULT_MENU
-    assert variants[0].code == task.solution_source()
-    kinds = {v.name: v.kind for v in variants}
-    assert kinds["mask_off_by_one"] == "broken" and kinds["torch_fallback"] == "hack"
-    assert len({v.code for v in variants}) == len(variants)  # all distinct for relu
-    fallback = next(v for v in variants if v.name == "torch_fallback").code
-    assert "class ModelNew(Model)" in fallback and "@triton.jit" in fallback
-    for task in load_suite("core"):
-        if task.solution_path is None:
-            continue
-        for variant in kernel_variants(task):
-            ast.parse(variant.code)  # a generator bug shows up as a syntax error here
-
-
-def test_kernel_variants_rejects_misuse():
-    task = get_task(RELU)
-    with pytest.raises(ValueError, match="mutations"):
-        kernel_variants(task, mutations=["nope"])
-    with pytest.raises(ValueError, match="block_sizes"):
-        kernel_variants(task, block_sizes=[0])
-    with pytest.raises(ValueError, match="duplicate"):
-        kernel_variants(task, extra={"reference": "x"})
+def test_default_menu_is_the_slot_order_of_the_generated_variants():
+    assert tuple(v.name for v in kernel_variants(get_task(RELU))) == DEFAULT_MENU
+    assert DEFAULT_MENU[0] == "reference" and DEFAULT_MENU[-1] == "torch_fallback"
 
 
 # ------------------------------------------------------------------------------ env logic (stub evaluator)

@@ -164,6 +164,22 @@ def test_stacked_with_compaction_in_either_order(kb: KnowledgeBase, order: str, 
     assert compacted >= 1
 
 
+def test_a_summary_turn_retrieves_with_the_last_kernel_result(kb: KnowledgeBase) -> None:
+    # Compaction reports eval={} and feedback="" on a summary turn; the query must come from the last kernel turn.
+    env = KBRetrievalWrapper(CompactionWrapper(make_env(max_turns=12), budget_tokens=3000, strategy="policy"), kb=kb)
+    env.reset(seed=0)
+    for _ in range(12):
+        _, _, terminated, truncated, info = env.step(kernel_answer("UBOVERFLOW", 40))
+        assert not (terminated or truncated)
+        if info["segment"]["summary_requested"]:
+            break
+    assert info["kb"]["skipped"] == "summary_requested"
+    _, _, _, _, info = env.step("Summary: UB overflow on every attempt so far.")
+    assert info["segment"]["is_summary_turn"] and info["eval"] == {} and info["feedback"] == ""
+    assert "ub overflow" in info["kb"]["query"]
+    assert info["kb"]["hits"][0]["why"].startswith("trigger:")
+
+
 @pytest.mark.slow
 def test_kb_wrapper_with_the_real_evaluator(kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch) -> None:
     import ascend_kernel_gym.envs.ascend_triton as module
