@@ -96,7 +96,7 @@ def test_info_keys_json_and_messages(fake_evaluator) -> None:
     assert info["messages"][3]["content"] == info["feedback"]
     assert "[feedback: none]" in info["feedback"] and "turn 1 of 3" in info["feedback"]
     assert info["eval"]["correct"] is True and info["best_code"] == info["code"]
-    assert fake_evaluator.requests[0].profile == "small" and fake_evaluator.requests[0].num_trials == 5
+    assert fake_evaluator.requests[0].profile == "small" and fake_evaluator.requests[0].num_trials is None
     assert obs == env.render_observation() and obs.endswith(info["feedback"])
     # the env keeps its own copies: editing info must not change the env
     info["messages"].append({"role": "user", "content": "tamper"})
