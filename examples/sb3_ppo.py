@@ -8,7 +8,7 @@ rewards which slot to pick for which task, reading the task features in the obse
     python examples/sb3_ppo.py --default-menu         # the generated menu (block sizes, ...)
     python examples/sb3_ppo.py --backend cuda --timesteps 4096
 
-The test ``tests/wrappers/test_sb3.py`` runs :func:`make_env`, :func:`train` and
+The test ``tests/integrations/test_sb3.py`` runs :func:`make_env`, :func:`train` and
 :func:`choice_rate` from this file.
 """
 

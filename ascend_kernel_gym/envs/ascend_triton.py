@@ -100,8 +100,8 @@ class AscendTritonEnv(gym.Env[str, str]):
     * ``reward_mode`` (``"improvement"`` | ``"score"`` | ``"terminal"``).
     * ``target_speedup`` (float | None): end the episode early once reached.
     * ``evaluator``: an evaluator (``evaluate(EvalRequest) -> EvalResult``), an
-      :class:`~ascend_kernel_gym.envs.EvaluatorClient`, or a ``"host:port"`` address of an
-      :class:`~ascend_kernel_gym.envs.EvaluatorServer`. Default: the process-wide
+      :class:`~ascend_kernel_gym.evaluation.EvaluatorClient`, or a ``"host:port"`` address of an
+      :class:`~ascend_kernel_gym.evaluation.EvaluatorServer`. Default: the process-wide
       ``get_shared_evaluator(backend, **evaluator_options)``, created at the first evaluation.
     * ``evaluator_options`` (dict | None): options for the default shared evaluator.
     * ``profile`` (str | None): shape profile; default ``small`` on the interpreter, else ``full``.

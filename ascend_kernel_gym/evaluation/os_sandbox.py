@@ -40,7 +40,6 @@ import os
 import select
 import shutil
 import signal
-import struct
 import sys
 import sysconfig
 import tempfile
@@ -367,30 +366,59 @@ def _unshare(policy: SandboxPolicy, report: SandboxReport) -> None:
         report.layers.setdefault(name, "off: disabled by the policy")
 
 
-def _enter_pid_namespace(report: SandboxReport) -> None:
-    """Fork into the new PID namespace; the parent waits and mirrors the inner process's end."""
-    read_fd, write_fd = os.pipe()
+def _enter_pid_namespace(report: SandboxReport, scratch: str) -> None:
+    """Fork into the new PID namespace; the outer process waits and ends as the inner one ends.
+
+    The inner process dies with the outer one (``PR_SET_PDEATHSIG``; a pidfd closes the race of
+    an outer process gone before that is armed). No descriptor of the outer process's stays open
+    in the inner one.
+    """
+    parent_fd = os.open(os.path.dirname(scratch), os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        outer = os.pidfd_open(os.getpid())
+    except (AttributeError, OSError):
+        outer = -1  # kernels before 5.3: the race stays open
     pid = os.fork()
     if pid:
-        os.close(read_fd)
-        _mirror_child(pid, write_fd)
-    os.close(write_fd)
-    data = os.read(read_fd, 8)
-    report.host_pid = struct.unpack("<q", data)[0] if len(data) == 8 else None
+        if outer >= 0:
+            os.close(outer)
+        _mirror_child(pid, parent_fd, os.path.basename(scratch))
+    os.close(parent_fd)
     calls.prctl(calls.PR_SET_PDEATHSIG, signal.SIGKILL)
-    ready, _, _ = select.select([read_fd], [], [], 0)
-    if ready:  # end of file: the outer process died before the death signal was armed
-        os._exit(1)
-    os.close(read_fd)
+    if outer >= 0:
+        gone, _, _ = select.select([outer], [], [], 0)
+        os.close(outer)
+        if gone:
+            os._exit(1)
+    report.host_pid = _host_pid()
 
 
-def _mirror_child(pid: int, write_fd: int) -> None:
-    """The outer process: report the inner pid, wait for it and end exactly as it ended."""
+def _host_pid() -> int | None:
+    """This process's pid in the outermost namespace (read while ``/proc`` is still the host's)."""
     try:
-        os.write(write_fd, struct.pack("<q", pid))
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _mirror_child(pid: int, parent_fd: int, scratch_name: str) -> None:
+    """The outer process: wait for the inner one, then end exactly as it ended.
+
+    The inner process cannot remove its scratch directory (a mount point there); when it left
+    the directory empty (a spare child whose zygote went away), it is removed here.
+    """
+    try:
         _, status = os.waitpid(pid, 0)
     except BaseException:  # noqa: BLE001 - whatever happens here, never run the caller's code
         os._exit(70)
+    try:
+        os.rmdir(scratch_name, dir_fd=parent_fd)
+    except OSError:
+        pass  # not empty (output kept for the caller) or already removed
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:
@@ -456,7 +484,7 @@ def enter_os_sandbox(policy: SandboxPolicy) -> SandboxReport:
     scratch = os.path.realpath(policy.scratch)
     _unshare(policy, report)
     if report.active("pid_ns"):
-        _enter_pid_namespace(report)
+        _enter_pid_namespace(report, scratch)
     if report.active("mount_ns"):
         builder = RootBuilder(scratch, policy.shm_mb, fresh_proc=report.active("pid_ns"))
         try:

@@ -5,7 +5,7 @@ Env workers in *other* processes (``gymnasium.vector.AsyncVectorEnv``, a multipr
 rollout workers) cannot share a Python object, so one process serves its evaluator over an
 authenticated local socket and the workers hold a small picklable client::
 
-    from ascend_kernel_gym.envs import EvaluatorServer
+    from ascend_kernel_gym.evaluation import EvaluatorServer
 
     with EvaluatorServer(backend="interpreter") as server:        # one pool, in this process
         client = server.client()                                    # picklable

@@ -598,12 +598,14 @@ def test_a_threaded_or_second_call_is_refused(scratch: Path) -> None:
     assert "SandboxError" in outcome
 
 
-def test_the_outer_process_ends_as_the_sandboxed_one(scratch: Path) -> None:
+def test_the_outer_process_ends_as_the_sandboxed_one(tmp_path: Path) -> None:
     need("pid_ns")
     for how, check in (
         ("exit", lambda status: os.WIFEXITED(status) and os.WEXITSTATUS(status) == 7),
         ("segfault", lambda status: os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGSEGV),
     ):
+        scratch = tmp_path / how
+        scratch.mkdir()
         pid = os.fork()
         if pid == 0:
             import faulthandler
@@ -618,6 +620,23 @@ def test_the_outer_process_ends_as_the_sandboxed_one(scratch: Path) -> None:
             os._exit(0)
         _, status = os.waitpid(pid, 0)
         assert check(status), (how, status)
+
+
+def test_an_emptied_scratch_directory_is_removed_a_used_one_kept(tmp_path: Path) -> None:
+    need("pid_ns", "mount_ns")
+    emptied, used = tmp_path / "emptied", tmp_path / "used"
+    for scratch in (emptied, used):
+        scratch.mkdir()
+        (scratch / "output.txt").write_text("before")
+        pid = os.fork()
+        if pid == 0:
+            enter_os_sandbox(policy(scratch))
+            if scratch == emptied:  # a spare whose zygote went away cleans up what it can
+                os.remove(scratch / "output.txt")
+            os._exit(0)
+        os.waitpid(pid, 0)
+    assert not emptied.exists()  # the sandboxed process cannot remove its own mount point
+    assert (used / "output.txt").read_text() == "before"  # what a crashed child left stays readable
 
 
 def test_killing_the_outer_process_kills_the_sandboxed_one(scratch: Path) -> None:
