@@ -33,15 +33,11 @@ from __future__ import annotations
 import dataclasses
 import errno
 import functools
-import glob
-import importlib.util
 import json
 import os
 import select
 import shutil
 import signal
-import sys
-import sysconfig
 import tempfile
 import time
 from collections.abc import Iterable
@@ -49,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ascend_kernel_gym.evaluation import os_sandbox_calls as calls
+from ascend_kernel_gym.evaluation.os_sandbox_paths import BACKENDS, BASE_DEVICES, default_paths
 from ascend_kernel_gym.evaluation.os_sandbox_root import RootBuilder
 
 LAYERS = (
@@ -65,7 +62,6 @@ LAYERS = (
     "seccomp",
 )
 ACTIVE = "active"
-BACKENDS = ("interpreter", "cuda", "npu")
 
 _NAMESPACE_FLAGS = {
     "mount_ns": calls.CLONE_NEWNS,
@@ -75,31 +71,6 @@ _NAMESPACE_FLAGS = {
     "pid_ns": calls.CLONE_NEWPID,
 }
 _ENTERED = False
-
-#: system paths every backend reads (dynamic loader, its cache, CPU topology for thread pools)
-SYSTEM_READ = (
-    "/usr/lib",
-    "/usr/lib64",
-    "/lib",
-    "/lib64",
-    "/usr/local/lib",
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/localtime",
-    "/sys/devices/system/cpu",
-    "/sys/devices/system/node",
-)
-BASE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
-CUDA_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps")
-NPU_DEVICES = ("/dev/davinci*", "/dev/devmm_svm", "/dev/hisi_hdc", "/dev/svm0")
-#: what Triton's compiler needs to see on device backends (it builds a C launcher with ``cc``)
-DEVICE_READ = ("/sys", "/usr/include", "/usr/bin", "/usr/libexec", "/etc/alternatives", "/usr/local/cuda")
-PACKAGES = {
-    "interpreter": ("torch", "triton", "numpy", "ascend_kernel_gym"),
-    "cuda": ("torch", "triton", "numpy", "ascend_kernel_gym"),
-    "npu": ("torch", "triton", "numpy", "ascend_kernel_gym", "torch_npu", "triton_ascend"),
-}
 
 
 class SandboxError(RuntimeError):
@@ -120,6 +91,9 @@ class SandboxPolicy:
         pid_namespace: whether to fork into a new PID namespace (see the module docstring).
         layers: the layers to try (see :data:`LAYERS`); the others are reported as disabled.
         keep_fds: when given, every other descriptor above 2 is closed first (the child's pipes stay).
+        relay_fds: with a PID namespace, descriptors the outer process reads and passes on to the
+            inner one through a pipe of its own (the job pipe): what arrives after the outer process
+            died reaches nobody, so a half-dead child can never take a job.
         shm_mb: size of the private ``/dev/shm``.
     """
 
@@ -131,6 +105,7 @@ class SandboxPolicy:
     pid_namespace: bool = True
     layers: frozenset[str] = frozenset(LAYERS)
     keep_fds: tuple[int, ...] | None = None
+    relay_fds: tuple[int, ...] = ()
     shm_mb: int = 64
 
     @property
@@ -178,106 +153,7 @@ class SandboxReport:
         )
 
 
-# --- default paths ----------------------------------------------------------------------------
-def _package_dirs(names: Iterable[str]) -> list[str]:
-    """Directories of installed packages, found without importing them (editable installs too)."""
-    dirs = []
-    for name in names:
-        module = sys.modules.get(name)
-        try:
-            spec = module.__spec__ if module is not None else importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            spec = None
-        if spec is None:
-            continue
-        if spec.submodule_search_locations:
-            dirs.extend(str(p) for p in spec.submodule_search_locations)
-        elif spec.origin and os.path.isabs(spec.origin):
-            dirs.append(os.path.dirname(spec.origin))
-    return dirs
-
-
-def _python_dirs(with_include: bool) -> list[str]:
-    """The interpreter's library directories and the ``sys.path`` entries that are library places.
-
-    Other ``sys.path`` entries (the working directory, a script's directory, a project root) are
-    left out: they may be anything, a home directory included.
-    """
-    keys = ["stdlib", "platstdlib", "purelib", "platlib"] + (["include", "platinclude"] if with_include else [])
-    dirs = [sysconfig.get_paths().get(key, "") for key in keys]
-    library = [d for d in dirs if d]
-    for entry in sys.path:
-        if not entry or not os.path.isabs(entry):
-            continue
-        if (
-            os.path.isfile(entry)
-            or os.path.basename(entry) in ("site-packages", "dist-packages", "lib-dynload")
-            or any(entry == d or entry.startswith(d.rstrip("/") + "/") for d in library)
-        ):
-            dirs.append(entry)
-    if with_include:
-        dirs.append(str(sysconfig.get_config_var("LIBDIR") or ""))
-    return [d for d in dirs if d]
-
-
-def _which_all(names: Iterable[str]) -> list[str]:
-    """Each program found on PATH, with every link on the way to the real file."""
-    found = []
-    for name in names:
-        path = shutil.which(name)
-        if path is None:
-            continue
-        hops = 0
-        while os.path.islink(path) and hops < 10:
-            found.append(path)
-            path = os.path.join(os.path.dirname(path), os.readlink(path))
-            hops += 1
-        found.append(os.path.realpath(path))
-    return found
-
-
-def _toolchain(backend: str, package_dirs: list[str]) -> list[str]:
-    """Executables a device backend's compiler spawns: ptxas & co, ``cc`` for launchers, ``ldconfig``."""
-    paths = _which_all(("cc", "gcc", "as", "ld", "ld.bfd", "ld.gold", "ldconfig"))
-    paths += ["/sbin/ldconfig", "/usr/lib/gcc", "/usr/libexec/gcc"]
-    paths += [os.path.realpath(p) for p in glob.glob("/lib64/ld-linux*.so*") + glob.glob("/lib/ld-linux*.so*")]
-    if backend == "cuda":
-        paths += [os.path.join(d, "backends", "nvidia", "bin") for d in package_dirs if d.endswith("triton")]
-        cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
-        paths.append(os.path.join(cuda_home, "bin"))
-        paths += [os.environ[k] for k in ("TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH") if os.environ.get(k)]
-    else:
-        home = os.environ.get("ASCEND_HOME_PATH") or os.environ.get("ASCEND_TOOLKIT_HOME") or "/usr/local/Ascend"
-        paths.append(home)
-    return paths
-
-
-@functools.lru_cache(maxsize=8)
-def _default_paths(backend: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    device = backend != "interpreter"
-    packages = _package_dirs(PACKAGES[backend])
-    read = [*_python_dirs(device), *packages, *SYSTEM_READ]
-    exec_paths: list[str] = []
-    devices = list(BASE_DEVICES)
-    if device:
-        read += DEVICE_READ
-        exec_paths = _toolchain(backend, packages)
-        devices += CUDA_DEVICES if backend == "cuda" else NPU_DEVICES
-    if backend == "cuda":
-        read += [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", "")]
-    if backend == "npu":
-        home = os.environ.get("ASCEND_HOME_PATH") or os.environ.get("ASCEND_TOOLKIT_HOME") or ""
-        read += [home, "/usr/local/Ascend", "/usr/local/dcmi", "/etc/ascend_install.info"]
-    hidden = [
-        path
-        for d in packages
-        if os.path.basename(d) == "ascend_kernel_gym"
-        for path in glob.glob(os.path.join(d, "tasks", "suites", "*", "solutions"))
-    ]
-    clean = lambda items: tuple(dict.fromkeys(os.path.abspath(p) for p in items if p))
-    return clean(read), clean(exec_paths), clean(devices), clean(hidden)
-
-
+# --- default policy ---------------------------------------------------------------------------
 def default_policy(
     backend: str,
     scratch: str,
@@ -285,6 +161,7 @@ def default_policy(
     extra_read: Iterable[str] = (),
     extra_exec: Iterable[str] = (),
     keep_fds: tuple[int, ...] | None = None,
+    relay_fds: tuple[int, ...] = (),
     pid_namespace: bool = True,
 ) -> SandboxPolicy:
     """The policy of an evaluator child of ``backend`` (``interpreter``, ``cuda`` or ``npu``).
@@ -298,7 +175,7 @@ def default_policy(
     """
     if backend not in BACKENDS:
         raise SandboxError(f"unknown backend {backend!r} (one of {', '.join(BACKENDS)})")
-    read, exec_paths, devices, hidden = _default_paths(backend)
+    read, exec_paths, devices, hidden = default_paths(backend)
     return SandboxPolicy(
         scratch=scratch,
         read_paths=read + tuple(extra_read),
@@ -307,6 +184,7 @@ def default_policy(
         hidden_paths=hidden,
         pid_namespace=pid_namespace,
         keep_fds=keep_fds,
+        relay_fds=relay_fds,
     )
 
 
@@ -321,6 +199,8 @@ def _check_policy(policy: SandboxPolicy) -> None:
             raise SandboxError(f"sandbox paths must be absolute: {path!r}")
         if os.path.realpath(path) in ("/", "/proc", "/dev"):
             raise SandboxError(f"{path!r} cannot be allowed as a whole (the sandbox makes its own /proc and /dev)")
+    if policy.keep_fds is not None and not set(policy.relay_fds) <= set(policy.keep_fds):
+        raise SandboxError("relay_fds must be kept open (a subset of keep_fds)")
     unknown = set(policy.layers) - set(LAYERS)
     if unknown:
         raise SandboxError(f"unknown sandbox layers: {sorted(unknown)}")
@@ -366,23 +246,26 @@ def _unshare(policy: SandboxPolicy, report: SandboxReport) -> None:
         report.layers.setdefault(name, "off: disabled by the policy")
 
 
-def _enter_pid_namespace(report: SandboxReport, scratch: str) -> None:
+def _enter_pid_namespace(report: SandboxReport, scratch: str, relay_fds: tuple[int, ...]) -> None:
     """Fork into the new PID namespace; the outer process waits and ends as the inner one ends.
 
     The inner process dies with the outer one (``PR_SET_PDEATHSIG``; a pidfd closes the race of
     an outer process gone before that is armed). No descriptor of the outer process's stays open
-    in the inner one.
+    in the inner one; each of ``relay_fds`` is replaced there by a pipe the outer process feeds.
     """
     parent_fd = os.open(os.path.dirname(scratch), os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         outer = os.pidfd_open(os.getpid())
     except (AttributeError, OSError):
         outer = -1  # kernels before 5.3: the race stays open
+    relays = [(fd, *os.pipe()) for fd in relay_fds]
     pid = os.fork()
     if pid:
         if outer >= 0:
             os.close(outer)
-        _mirror_child(pid, parent_fd, os.path.basename(scratch))
+        for _, read_end, _ in relays:
+            os.close(read_end)
+        _outer_process(pid, parent_fd, os.path.basename(scratch), {fd: write_end for fd, _, write_end in relays})
     os.close(parent_fd)
     calls.prctl(calls.PR_SET_PDEATHSIG, signal.SIGKILL)
     if outer >= 0:
@@ -390,6 +273,10 @@ def _enter_pid_namespace(report: SandboxReport, scratch: str) -> None:
         os.close(outer)
         if gone:
             os._exit(1)
+    for fd, read_end, write_end in relays:
+        os.dup2(read_end, fd, inheritable=os.get_inheritable(fd))
+        os.close(read_end)
+        os.close(write_end)
     report.host_pid = _host_pid()
 
 
@@ -405,13 +292,38 @@ def _host_pid() -> int | None:
     return None
 
 
-def _mirror_child(pid: int, parent_fd: int, scratch_name: str) -> None:
-    """The outer process: wait for the inner one, then end exactly as it ended.
+def _relay(pid: int, relays: dict[int, int]) -> None:
+    """Pass what arrives on each relayed descriptor on to the inner process until it ends."""
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    try:
+        watch = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        watch = -1
+    while relays:
+        ready, _, _ = select.select([*relays, *([watch] if watch >= 0 else [])], [], [], None if watch >= 0 else 0.05)
+        if watch in ready or (watch < 0 and os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)):
+            break
+        for source in ready:
+            try:
+                data = os.read(source, 1 << 16)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(relays[source], view) :]
+            except OSError:
+                data = b""
+            if not data:  # end of input, or the inner process stopped reading: pass the end on
+                os.close(relays.pop(source))
+
+
+def _outer_process(pid: int, parent_fd: int, scratch_name: str, relays: dict[int, int]) -> None:
+    """The outer process: relay, wait for the inner one, then end exactly as it ended.
 
     The inner process cannot remove its scratch directory (a mount point there); when it left
     the directory empty (a spare child whose zygote went away), it is removed here.
     """
     try:
+        if relays:
+            _relay(pid, relays)
         _, status = os.waitpid(pid, 0)
     except BaseException:  # noqa: BLE001 - whatever happens here, never run the caller's code
         os._exit(70)
@@ -484,7 +396,7 @@ def enter_os_sandbox(policy: SandboxPolicy) -> SandboxReport:
     scratch = os.path.realpath(policy.scratch)
     _unshare(policy, report)
     if report.active("pid_ns"):
-        _enter_pid_namespace(report, scratch)
+        _enter_pid_namespace(report, scratch, policy.relay_fds)
     if report.active("mount_ns"):
         builder = RootBuilder(scratch, policy.shm_mb, fresh_proc=report.active("pid_ns"))
         try:

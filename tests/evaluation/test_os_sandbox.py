@@ -660,6 +660,40 @@ def test_killing_the_outer_process_kills_the_sandboxed_one(scratch: Path) -> Non
     assert not os.path.exists(f"/proc/{inner}"), "the sandboxed process outlived its outer process"
 
 
+def test_relayed_job_pipe_reaches_the_inner_process_and_nobody_once_the_outer_died(tmp_path: Path) -> None:
+    need("pid_ns")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    job_read, job_write = os.pipe()
+    result_read, result_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(job_write)
+        os.close(result_read)
+        pol = policy(scratch).replace(keep_fds=(job_read, result_write), relay_fds=(job_read,))
+        report = enter_os_sandbox(pol)
+        os.write(result_write, f"{report.host_pid}\n".encode())
+        while data := os.read(job_read, 4096):  # echo every job until the end of the pipe
+            os.write(result_write, data.upper())
+        os._exit(0)
+    os.close(job_read)
+    os.close(result_write)
+    with os.fdopen(result_read, "rb", buffering=0) as results:
+        inner = int(results.read(64).split(b"\n")[0])
+        os.write(job_write, b"first job")
+        assert results.read(64) == b"FIRST JOB"
+        os.kill(pid, signal.SIGKILL)  # only the outer process, as a stray kill would
+        os.waitpid(pid, 0)
+        with pytest.raises(BrokenPipeError):  # nobody can take a job any more
+            os.write(job_write, b"second job")
+        assert results.read(64) == b""  # and the inner process is gone
+    os.close(job_write)
+    deadline = time.monotonic() + 30
+    while os.path.exists(f"/proc/{inner}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{inner}"), "the inner process outlived the outer one"
+
+
 def test_default_policies_per_backend(scratch: Path) -> None:
     torch_dir = os.path.dirname(pytest.importorskip("torch").__file__)
     interp = default_policy("interpreter", str(scratch))
