@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import shutil
@@ -55,7 +56,8 @@ VARIANTS: dict[str, frozenset[str] | None] = {
     "namespaces + new root only": frozenset({"user_ns", "mount_ns", "net_ns", "ipc_ns", "uts_ns", "pid_ns"}),
     "Landlock + seccomp only": frozenset({"capabilities", "no_new_privs", "not_dumpable", "landlock", "seccomp"}),
 }
-KERNEL_VARIANTS = (PLAIN, "all layers", "all layers, no PID namespace")
+COLD = "all layers, cold Triton cache"
+KERNEL_VARIANTS = (PLAIN, "all layers", "all layers, no PID namespace", COLD)
 KERNEL_MODULE = "akg_bench_kernel"
 KERNEL_SOURCE = """
 import torch
@@ -105,15 +107,30 @@ def kernel_workload(backend: str, scratch: str) -> dict[str, Any]:
         device = "cuda"
     device_s = time.perf_counter() - started
     sys.path.insert(0, scratch)
+    cache = os.environ["TRITON_CACHE_DIR"]
+    before = {name for _, _, files in os.walk(cache) for name in files}
+    warnings: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: warnings.append(record.getMessage()[:200])  # type: ignore[method-assign]
+    logging.getLogger().addHandler(handler)
     kernel = __import__(KERNEL_MODULE)
     ok = kernel.run(device)
     kernel_s = time.perf_counter() - started - device_s
+    new = sorted({name for _, _, files in os.walk(cache) for name in files} - before)
     escapes = {
         "read /etc/hostname": _refused(lambda: open("/etc/hostname").read()),
         "connect 127.0.0.1": _refused(lambda: socket.create_connection(("127.0.0.1", 22), timeout=1).close()),
         "run /bin/sh": _refused(lambda: subprocess.run(["/bin/sh", "-c", "true"], check=True)),
     }
-    return {"ok": ok, "device_ms": device_s * 1000, "kernel_ms": kernel_s * 1000, "refused": escapes}
+    return {
+        "ok": ok,
+        "device_ms": device_s * 1000,
+        "kernel_ms": kernel_s * 1000,
+        "new_files": len(new),
+        "new_names": new,
+        "warnings": warnings,
+        "refused": escapes,
+    }
 
 
 def one_child(
@@ -132,6 +149,10 @@ def one_child(
         out: dict[str, Any] = {"inside_ms": 0.0}
         try:
             os.close(read_fd)
+            if workload:  # as the evaluator's child: temporary files and home in the scratch directory
+                os.makedirs(os.path.join(scratch, "tmp"), exist_ok=True)
+                os.environ.update(TMPDIR=os.path.join(scratch, "tmp"), HOME=scratch)
+                tempfile.tempdir = os.environ["TMPDIR"]
             if policy is not None:
                 out["inside_ms"] = enter_os_sandbox(policy.replace(keep_fds=(write_fd,))).seconds * 1000
             os.chdir(scratch)
@@ -190,6 +211,12 @@ def main() -> int:
     import triton
 
     import_s = time.perf_counter() - t0
+    if args.backend == "cuda":
+        # As the zygote should: Triton finds libcuda by running ldconfig (a shell script on Ubuntu,
+        # which the sandbox does not run); found once here (no device touched), inherited by every child.
+        from triton.backends.nvidia.driver import libcuda_dirs
+
+        libcuda_dirs()
     t0 = time.perf_counter()
     probe = probe_os_sandbox()
     probe_ms = (time.perf_counter() - t0) * 1000
@@ -205,12 +232,18 @@ def main() -> int:
                 policy = None if layers is None else base.replace(scratch=scratch, layers=layers)
                 samples[name].append(one_child(policy, scratch, False, args.backend, None))
         warm = warm_cache(args.backend, root)
+        if warm is not None:
+            # Triton's cache index names its files by absolute path: a copied cache still reads
+            # the warm one, which the policy must therefore let the child read (as the evaluator's must).
+            base = base.replace(read_paths=(*base.read_paths, warm))
         for _ in range(args.kernel_repeats):
             for name in KERNEL_VARIANTS:
                 scratch = tempfile.mkdtemp(dir=root)
-                layers = VARIANTS[name]
+                layers = VARIANTS["all layers"] if name == COLD else VARIANTS[name]
                 policy = None if layers is None else base.replace(scratch=scratch, layers=layers)
-                kernel_samples[name].append(one_child(policy, scratch, True, args.backend, warm))
+                # The cold variant compiles in the sandbox: ptxas and the C compiler run there.
+                cache = None if name == COLD else warm
+                kernel_samples[name].append(one_child(policy, scratch, True, args.backend, cache))
 
     def med(values: list[dict[str, Any]], key: str) -> float:
         return statistics.median(float(v.get(key, float("nan"))) for v in values)
@@ -230,7 +263,13 @@ def main() -> int:
         ok = sum(bool(v.get("ok")) for v in values)
         refused = {k: sum(v.get("refused", {}).get(k, False) for v in values) for k in values[0].get("refused", {})}
         total = med(values, "ready_ms")
-        cells = [total, med(values, "inside_ms"), med(values, "device_ms"), med(values, "kernel_ms")]
+        cells = [
+            total,
+            med(values, "inside_ms"),
+            med(values, "device_ms"),
+            med(values, "kernel_ms"),
+            med(values, "new_files"),
+        ]
         kernel_rows.append(
             f"| {name} | {ok}/{len(values)} | "
             + " | ".join(f"{c:.1f}" for c in cells)
@@ -268,8 +307,9 @@ def main() -> int:
         "## Then the device, a kernel and three escapes",
         "",
         "| variant | kernel correct | child total p50 (ms) | sandbox p50 (ms) | device init p50 (ms) "
-        "| import + launch p50 (ms) | total vs plain fork | escapes refused | errors |",
-        "|---|---:|---:|---:|---:|---:|---:|---|---|",
+        "| import + launch p50 (ms) | files compiled into the cache p50 | total vs plain fork | escapes refused "
+        "| errors |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
         *kernel_rows,
         "",
         "Each child's Triton cache is a copy of one warmed outside the sandbox (as the evaluator's is); the",
@@ -277,6 +317,9 @@ def main() -> int:
     ]
     text = "\n".join(lines) + "\n"
     print(text)
+    for name, values in kernel_samples.items():  # what was compiled or warned about, once per variant
+        if values and (values[0].get("new_names") or values[0].get("warnings")):
+            print(f"{name}: compiled {values[0].get('new_names')}; warnings {values[0].get('warnings')}")
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(text)
     return 0

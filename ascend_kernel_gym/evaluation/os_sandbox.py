@@ -162,7 +162,7 @@ def default_policy(
     extra_exec: Iterable[str] = (),
     keep_fds: tuple[int, ...] | None = None,
     relay_fds: tuple[int, ...] = (),
-    pid_namespace: bool = True,
+    pid_namespace: bool | None = None,
 ) -> SandboxPolicy:
     """The policy of an evaluator child of ``backend`` (``interpreter``, ``cuda`` or ``npu``).
 
@@ -172,6 +172,12 @@ def default_policy(
     CUDA / Ascend toolkits. Executes: nothing on the interpreter; on devices Triton's toolchain
     (ptxas & co., ``cc``, ``as``, ``ld``, ``ldconfig``). The task suites' solutions are hidden.
     Computed once per backend (nothing is imported to find the packages).
+
+    ``pid_namespace`` (None: the backend's default) is on for the interpreter only: CUDA does not
+    initialise in a PID namespace owned by a user namespace (error 304 on an H200, driver 580,
+    whatever ``/proc`` is mounted); there signals out of the sandbox are refused by Landlock's
+    scoping and ptrace-style access by Landlock and seccomp, but ``/proc`` lists the host's
+    processes (read-only).
     """
     if backend not in BACKENDS:
         raise SandboxError(f"unknown backend {backend!r} (one of {', '.join(BACKENDS)})")
@@ -182,7 +188,7 @@ def default_policy(
         exec_paths=exec_paths + tuple(extra_exec),
         device_paths=devices,
         hidden_paths=hidden,
-        pid_namespace=pid_namespace,
+        pid_namespace=backend == "interpreter" if pid_namespace is None else pid_namespace,
         keep_fds=keep_fds,
         relay_fds=relay_fds,
     )
@@ -318,10 +324,13 @@ def _relay(pid: int, relays: dict[int, int]) -> None:
 def _outer_process(pid: int, parent_fd: int, scratch_name: str, relays: dict[int, int]) -> None:
     """The outer process: relay, wait for the inner one, then end exactly as it ended.
 
+    It keeps no descriptor but its relays (the result pipe, output files stay the inner one's).
+
     The inner process cannot remove its scratch directory (a mount point there); when it left
     the directory empty (a spare child whose zygote went away), it is removed here.
     """
     try:
+        _close_all_but({parent_fd, *relays, *relays.values()})
         if relays:
             _relay(pid, relays)
         _, status = os.waitpid(pid, 0)
@@ -344,6 +353,15 @@ def _outer_process(pid: int, parent_fd: int, scratch_name: str, relays: dict[int
             pass
         os._exit(128 + sig)
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _close_all_but(keep: set[int]) -> None:
+    """Close every descriptor above 2 except ``keep`` (without listing /proc: it may be another's now)."""
+    low = 3
+    for fd in sorted(k for k in keep if k >= 3):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 20)
 
 
 def _close_other_fds(keep: tuple[int, ...]) -> None:

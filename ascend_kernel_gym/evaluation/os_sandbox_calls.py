@@ -275,8 +275,9 @@ def _fs_rights(abi: int) -> int:
 def apply_landlock(
     read: Iterable[str], exec_paths: Iterable[str], devices: Iterable[str], writable: Iterable[str]
 ) -> str:
-    """Restrict this process: reads beneath ``read`` (and ``/proc``), execution beneath
-    ``exec_paths``, device nodes read/write/ioctl, everything but execution beneath ``writable``;
+    """Restrict this process: reads beneath ``read`` (and ``/proc``; writes only in its own
+    ``/proc/self``), execution beneath ``exec_paths``, device nodes read/write/ioctl, everything
+    but execution beneath ``writable``;
     TCP bind/connect refused (ABI 4+); signals and abstract sockets out of the domain refused (ABI 6+).
     """
     abi = landlock_abi()
@@ -301,6 +302,8 @@ def apply_landlock(
         rules += [(p, LL_EXECUTE | LL_READ_FILE | LL_READ_DIR) for p in exec_paths]
         rules += [(p, LL_READ_FILE | LL_WRITE_FILE | LL_READ_DIR | LL_TRUNCATE | LL_IOCTL_DEV) for p in devices]
         rules += [(p, handled & ~LL_EXECUTE) for p in writable]
+        # Its own /proc entries (/proc/self resolves to this process's directory): CUDA writes there.
+        rules.append(("/proc/self", LL_READ_FILE | LL_WRITE_FILE | LL_READ_DIR | LL_TRUNCATE))
         for path, rights in rules:
             _add_rule(ruleset, path, rights & handled, file_only)
         prctl(PR_SET_NO_NEW_PRIVS, 1)

@@ -32,8 +32,20 @@ SYSTEM_READ = (
 BASE_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 CUDA_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps")
 NPU_DEVICES = ("/dev/davinci*", "/dev/devmm_svm", "/dev/hisi_hdc", "/dev/svm0")
-#: what Triton's compiler needs to see on device backends (it builds a C launcher with ``cc``)
-DEVICE_READ = ("/sys", "/usr/include", "/usr/bin", "/usr/libexec", "/etc/alternatives", "/usr/local/cuda")
+#: what Triton's compiler needs to see on device backends (it builds a C launcher with ``cc``; ``file``
+#: reads its magic database and the Python executable for platform.architecture())
+DEVICE_READ = (
+    "/sys",
+    "/usr/include",
+    "/usr/bin",
+    "/usr/libexec",
+    "/etc/alternatives",
+    "/usr/local/cuda",
+    "/usr/share/file",
+    "/usr/share/misc",
+    "/usr/lib/file",
+    "/etc/magic",
+)
 PACKAGES = {
     "interpreter": ("torch", "triton", "numpy", "ascend_kernel_gym"),
     "cuda": ("torch", "triton", "numpy", "ascend_kernel_gym"),
@@ -86,7 +98,7 @@ def _which_all(names: Iterable[str]) -> list[str]:
     """Each program found on PATH, with every link on the way to the real file."""
     found = []
     for name in names:
-        path = shutil.which(name)
+        path = shutil.which(name) if name else None
         if path is None:
             continue
         hops = 0
@@ -100,8 +112,14 @@ def _which_all(names: Iterable[str]) -> list[str]:
 
 def _toolchain(backend: str, package_dirs: list[str]) -> list[str]:
     """Executables a device backend's compiler spawns: ptxas & co, ``cc`` for launchers, ``ldconfig``."""
-    paths = _which_all(("cc", "gcc", "as", "ld", "ld.bfd", "ld.gold", "ldconfig"))
+    compilers = _which_all([os.environ.get("CC", ""), "cc", "gcc", "clang"])  # Triton's own search order
+    # ``file``: platform.architecture() runs it, and Triton's launcher cache key depends on the answer.
+    paths = compilers + _which_all(("as", "ld", "ld.bfd", "ld.gold", "ldconfig", "file"))
     paths += ["/sbin/ldconfig", "/usr/lib/gcc", "/usr/libexec/gcc"]
+    for compiler in compilers:  # a compiler installed under its own prefix (/opt/gcc) runs its parts from there
+        prefix = os.path.dirname(os.path.dirname(os.path.realpath(compiler)))
+        if prefix not in ("/", "/usr", "/usr/local"):
+            paths.append(prefix)
     paths += [os.path.realpath(p) for p in glob.glob("/lib64/ld-linux*.so*") + glob.glob("/lib/ld-linux*.so*")]
     if backend == "cuda":
         paths += [os.path.join(d, "backends", "nvidia", "bin") for d in package_dirs if d.endswith("triton")]
@@ -111,7 +129,43 @@ def _toolchain(backend: str, package_dirs: list[str]) -> list[str]:
     else:
         home = os.environ.get("ASCEND_HOME_PATH") or os.environ.get("ASCEND_TOOLKIT_HOME") or "/usr/local/Ascend"
         paths.append(home)
-    return paths
+    return paths + _script_interpreters(paths)
+
+
+def _script_interpreters(paths: Iterable[str]) -> list[str]:
+    """The interpreters of the programs that are scripts (``/opt/gcc/bin/gcc`` may be ``#!/bin/sh``)."""
+    found: list[str] = []
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(256)
+        except OSError:
+            continue  # a directory, or missing
+        if not head.startswith(b"#!"):
+            continue
+        words = head[2:].split(b"\n", 1)[0].decode(errors="replace").split()
+        if not words:
+            continue
+        interpreter = words[0]
+        if os.path.basename(interpreter) == "env" and len(words) > 1:
+            found += _which_all([interpreter, words[1]])
+        else:
+            found += _which_all([interpreter])
+    return found
+
+
+def _loader_dirs() -> list[str]:
+    """Directories the dynamic loader searches besides the system's: ``LD_LIBRARY_PATH`` and
+    ``/etc/ld.so.conf.d`` (a GPU driver's ``libcuda`` often lives there, e.g. ``/usr/local/nvidia``)."""
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if os.path.isabs(d)]
+    for conf in sorted(glob.glob("/etc/ld.so.conf.d/*.conf")):
+        try:
+            with open(conf) as handle:
+                lines = handle.read().splitlines()
+        except OSError:
+            continue
+        dirs += [line.strip() for line in lines if line.strip().startswith("/")]
+    return dirs
 
 
 @functools.lru_cache(maxsize=8)
@@ -119,15 +173,16 @@ def default_paths(backend: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple
     """(read paths, exec paths, device nodes, hidden paths) of ``backend``'s default policy."""
     device = backend != "interpreter"
     packages = _package_dirs(PACKAGES[backend])
-    read = [*_python_dirs(device), *packages, *SYSTEM_READ]
+    read = [*_python_dirs(device), *packages, *SYSTEM_READ, *_loader_dirs()]
     exec_paths: list[str] = []
     devices = list(BASE_DEVICES)
     if device:
-        read += DEVICE_READ
+        read += [*DEVICE_READ, sys.executable, os.path.realpath(sys.executable)]
         exec_paths = _toolchain(backend, packages)
         devices += CUDA_DEVICES if backend == "cuda" else NPU_DEVICES
     if backend == "cuda":
-        read += [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", "")]
+        read += [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/nvidia"]
+        read += ["/usr/share/nvidia", "/etc/nvidia"]  # the driver's application profiles (optional)
     if backend == "npu":
         home = os.environ.get("ASCEND_HOME_PATH") or os.environ.get("ASCEND_TOOLKIT_HOME") or ""
         read += [home, "/usr/local/Ascend", "/usr/local/dcmi", "/etc/ascend_install.info"]

@@ -254,6 +254,25 @@ def test_writes_outside_the_scratch_directory_fail(scratch: Path, outside: Path,
         assert not Path("/dev/shm/akg").exists()
 
 
+def test_only_its_own_proc_entries_are_writable(scratch: Path) -> None:
+    need("landlock")
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        out = in_sandbox(
+            policy(scratch, LANDLOCK_ONLY),
+            lambda: {
+                "own": attempt(lambda: Path("/proc/self/comm").write_text("akg-child")),
+                "other": attempt(lambda: Path(f"/proc/{sleeper.pid}/comm").write_text("pwned")),
+                "sysctl": attempt(lambda: Path("/proc/sys/kernel/hostname").write_text("pwned")),
+            },
+        )
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert out["own"].startswith("ok"), out["own"]  # CUDA writes its own /proc entries
+    assert denied(out["other"]) and denied(out["sysctl"]), out
+
+
 # --- network ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("layers", ["all", "net_ns", "landlock"])
 def test_connecting_to_a_host_listener_fails(scratch: Path, layers: str) -> None:
@@ -702,7 +721,10 @@ def test_default_policies_per_backend(scratch: Path) -> None:
     assert os.getcwd() not in interp.read_paths  # the working directory is no library place
     assert "/dev/null" in interp.device_paths
     assert any(p.endswith(os.path.join("suites", "core", "solutions")) for p in interp.hidden_paths)
+    assert interp.pid_namespace
     cuda = default_policy("cuda", str(scratch))
+    assert not cuda.pid_namespace  # CUDA does not initialise in a PID namespace of a user namespace
+    assert default_policy("cuda", str(scratch), pid_namespace=True).pid_namespace
     assert any(p.endswith(os.path.join("backends", "nvidia", "bin")) for p in cuda.exec_paths)
     assert "/dev/nvidia*" in cuda.device_paths
     assert default_policy("npu", str(scratch)).allow_exec
