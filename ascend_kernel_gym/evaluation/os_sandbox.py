@@ -12,13 +12,16 @@ layer off and is reported; nothing raises for it):
   ``/dev/shm``, the allowed device nodes and ``/proc``; every other path is invisible;
 - ``net_ns`` (no interface up: even ``127.0.0.1`` is unreachable), ``ipc_ns``, ``uts_ns``;
 - ``pid_ns``: the child forks once more; the new process is PID 1 of a new PID namespace with
-  its own ``/proc`` (CUDA needs one), it sees no other process of the machine and can signal
-  none. The first process stays outside, waits, and exits with the same status, so the caller
-  (the zygote) keeps one pid to watch and kill; the inner process dies with it;
+  its own ``/proc``, it sees no other process of the machine and can signal none. The first
+  process stays outside, relays the job pipe, waits, and exits with the same status, so the
+  caller (the zygote) keeps one pid to watch and kill; the inner process dies with it. Off by
+  default on device backends: CUDA does not initialise in a PID namespace owned by a user
+  namespace (error 304 on an H200), whatever ``/proc`` is mounted;
 - ``no_new_privs``, ``not_dumpable`` (``prctl``);
-- ``landlock``: reads only beneath the allowed paths, writes only in the scratch directory,
-  execution only of the backend's toolchain; TCP bind/connect and signals or abstract sockets
-  out of the sandbox refused where the kernel's Landlock ABI has them;
+- ``landlock``: reads only beneath the allowed paths, writes only in the scratch directory (and
+  the process's own ``/proc/self``, which the CUDA driver writes), execution only of the
+  backend's toolchain; TCP bind/connect and signals or abstract sockets out of the sandbox
+  refused where the kernel's Landlock ABI has them (4, 6);
 - ``seccomp`` (the PyPI ``pyseccomp`` package over ``libseccomp``): allow by default, ``EPERM``
   for ptrace, process_vm_*, every mount call, namespace changes, keyrings, BPF, modules, kexec,
   reboot, swap, perf events, userfaultfd, io_uring, and ``execve`` when the policy allows no
@@ -169,9 +172,14 @@ def default_policy(
     Reads: the Python standard library and ``sys.path``, the packages torch, triton, numpy and
     this one (and ``torch_npu`` / ``triton_ascend`` on npu), the system's libraries and the loader
     cache; on devices also ``/sys``, the headers and programs Triton's launcher build needs, and
-    CUDA / Ascend toolkits. Executes: nothing on the interpreter; on devices Triton's toolchain
-    (ptxas & co., ``cc``, ``as``, ``ld``, ``ldconfig``). The task suites' solutions are hidden.
-    Computed once per backend (nothing is imported to find the packages).
+    CUDA / Ascend toolkits. Executes: nothing on the interpreter (its scratch directory is also
+    ``noexec``); on devices Triton's toolchain (ptxas & co., the C compiler Triton picks (``CC``,
+    ``cc``, ``gcc``, ``clang``) with its prefix, ``as``, ``ld``, ``ldconfig``, ``file`` (Python's
+    ``platform.architecture()`` runs it and Triton's launcher cache key depends on it), and the
+    interpreter of any of them that is a script (``/bin/sh`` for a wrapper ``gcc``); the scratch
+    directory stays mappable there (Triton loads its compiled launchers from the cache). The
+    task suites' solutions are hidden. Computed once per backend (nothing is imported to find
+    the packages).
 
     ``pid_namespace`` (None: the backend's default) is on for the interpreter only: CUDA does not
     initialise in a PID namespace owned by a user namespace (error 304 on an H200, driver 580,
@@ -455,9 +463,9 @@ def enter_os_sandbox(policy: SandboxPolicy) -> SandboxReport:
 
 
 # --- probing ----------------------------------------------------------------------------------
-def _probe_in_child(write_fd: int, scratch: str) -> None:
+def _probe_in_child(write_fd: int, scratch: str, backend: str) -> None:
     try:
-        policy = default_policy("interpreter", scratch, keep_fds=(write_fd,))
+        policy = default_policy(backend, scratch, keep_fds=(write_fd,))
         report = enter_os_sandbox(policy)
         payload = {"report": report.to_dict()}
     except BaseException as exc:  # noqa: BLE001 - reported to the parent
@@ -467,8 +475,9 @@ def _probe_in_child(write_fd: int, scratch: str) -> None:
 
 
 @functools.cache
-def probe_os_sandbox() -> SandboxReport:
-    """Which layers work on this machine: enters the sandbox once in a throwaway child (cached).
+def probe_os_sandbox(backend: str = "interpreter") -> SandboxReport:
+    """Which layers work on this machine: enters ``backend``'s default sandbox once in a throwaway
+    child that touches no device (cached per backend).
 
     Never raises: an unexpected failure is reported as every layer off with the reason.
     """
@@ -479,7 +488,7 @@ def probe_os_sandbox() -> SandboxReport:
         if pid == 0:
             os.close(read_fd)
             try:
-                _probe_in_child(write_fd, scratch)
+                _probe_in_child(write_fd, scratch, backend)
             finally:
                 os._exit(70)
         os.close(write_fd)

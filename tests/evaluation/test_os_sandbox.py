@@ -728,3 +728,4 @@ def test_default_policies_per_backend(scratch: Path) -> None:
     assert any(p.endswith(os.path.join("backends", "nvidia", "bin")) for p in cuda.exec_paths)
     assert "/dev/nvidia*" in cuda.device_paths
     assert default_policy("npu", str(scratch)).allow_exec
+    assert probe_os_sandbox("cuda").layers["pid_ns"] == "off: disabled by the policy"
