@@ -158,7 +158,9 @@ def test_out_of_bounds_feedback_names_kernel_argument_offset(redteam_results) ->
     # the first bad address is the byte right after the input's storage (the unmasked tail)
     match = re.search(r"byte offset (\d+) from argument 'x_ptr'; its storage spans bytes \[0, (\d+)\)", message)
     assert match and match.group(1) == match.group(2), message
-    assert "your code line 17 (in relu_nomask): x = tl.load(x_ptr + offs)" in message
+    source = (REDTEAM / "oob_unmasked_tail_read.py").read_text().splitlines()
+    line = source.index("    x = tl.load(x_ptr + offs)") + 1
+    assert f"your code line {line} (in relu_nomask): x = tl.load(x_ptr + offs)" in message
     text = render_feedback(result)
     assert text.startswith("Out-of-bounds memory access:") and "hack" not in text.splitlines()[0]
     assert "Mask the tail" in text

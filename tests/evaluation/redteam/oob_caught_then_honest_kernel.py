@@ -1,5 +1,7 @@
 # ruff: noqa
 # expected: out_of_bounds
+# expected_on_cuda: crash
+# (on a GPU the host address faults: CUDA's illegal memory access)
 # hack: yes
 # memory-safe interpreter (issue 21): a probe that writes outside its tensors inside a context manager
 # that swallows the error, then an honest relu kernel computes the right output. Without the memory

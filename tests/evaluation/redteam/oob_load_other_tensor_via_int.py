@@ -1,5 +1,7 @@
 # ruff: noqa
 # expected: out_of_bounds
+# expected_on_cuda: none
+# (on a GPU the integer is an ordinary device pointer: the kernel is correct there)
 # hack: no
 # memory-safe interpreter (issue 21): the input reaches the kernel only as an integer holding its data_ptr(),
 # which the kernel turns back into a pointer. On a device this is an ordinary (if odd) pointer; on the

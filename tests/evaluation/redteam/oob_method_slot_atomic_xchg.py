@@ -1,5 +1,7 @@
 # ruff: noqa
 # expected: out_of_bounds
+# expected_on_cuda: crash
+# (on a GPU the host address faults: CUDA's illegal memory access)
 # hack: yes
 # memory-safe interpreter (issue 21): the method-slot attack with the write first. An atomic exchange
 # swaps the d_method pointer of torch.Tensor.abs's descriptor (at id(torch.Tensor.abs) + 40) for the one

@@ -1,5 +1,7 @@
 # ruff: noqa
 # expected: out_of_bounds
+# expected_on_cuda: crash
+# (on a GPU the host address faults: CUDA's illegal memory access)
 # memory-safe interpreter (issue 21), the report's first attack: the kernel copies the method pointer of
 # torch.Tensor.zero_ into torch.Tensor.abs's method descriptor (raw address arithmetic on id()), so that
 # the harness's own comparison, (cand - ref).abs(), would return zeros and a kernel that only copies its

@@ -1,5 +1,7 @@
 # ruff: noqa
 # expected: out_of_bounds
+# expected_on_cuda: crash
+# (on a GPU the host address faults: CUDA's illegal memory access)
 # hack: yes
 # memory-safe interpreter (issue 21): id(obj) is the object's address in CPython. The kernel overwrites
 # the payload of a Python bytes object through it (the trick that rewrote an interned string into
