@@ -26,7 +26,16 @@ from ascend_kernel_gym.tasks.task import Task
 ASCEND_CHECK_MODES = ("off", "warn", "enforce")
 DEFAULT_TIMEOUT_S = {"interpreter": 300.0, "cuda": 180.0, "npu": 300.0}
 DEFAULT_MEMORY_MB = {"interpreter": 4096, "cuda": 16384, "npu": 16384}
+#: set to ``0`` (or ``false``, ``off``, ``no``) to run evaluators without the OS sandbox by default
+OS_SANDBOX_ENV = "AKG_OS_SANDBOX"
+#: how the result warning about OS sandbox layers this machine lacks starts
+SANDBOX_WARNING_PREFIX = "os_sandbox:"
 _SIGNAL_NAMES = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
+
+
+def os_sandbox_default() -> bool:
+    """Whether evaluators use the OS sandbox when not told: yes, unless ``AKG_OS_SANDBOX`` says no."""
+    return os.environ.get(OS_SANDBOX_ENV, "1").strip().lower() not in ("0", "false", "off", "no")
 
 
 def _reference_broke_device(result: EvalResult) -> bool:
@@ -67,6 +76,12 @@ class Evaluator:
             so an evaluation does not wait for process set-up and device start (on CUDA about
             0.2 s). Each child still serves one evaluation; the spare holds a device context
             (a few hundred MB of device memory) while it waits.
+        os_sandbox: put every child in the OS sandbox (:mod:`.os_sandbox`: namespaces, a read-only
+            view of the libraries and a private scratch directory, no network, Landlock, seccomp)
+            before it initialises its device or sees its job. Layers this machine lacks are
+            reported (a warning once, and a ``os_sandbox: ...`` result warning) and the others
+            stay on. Default: on, unless the environment variable ``AKG_OS_SANDBOX`` is ``0``
+            (for debugging only: without it a candidate can read and write what this user can).
     """
 
     def __init__(
@@ -86,6 +101,7 @@ class Evaluator:
         start: bool = True,
         tmp_root: str | None = None,
         prefork: bool = True,
+        os_sandbox: bool | None = None,
     ) -> None:
         from ascend_kernel_gym.backends.detect import resolve_backend
 
@@ -109,6 +125,7 @@ class Evaluator:
         self.profile_reps = int(profile_reps)
         self.profile_warmup = int(profile_warmup)
         self.output_cap = int(output_cap)
+        self.os_sandbox = os_sandbox_default() if os_sandbox is None else bool(os_sandbox)
         self.cache = ResultCache(directory=cache_dir) if (cache or cache_dir is not None) else None
         cores = os.cpu_count() or 1
         threads = (
@@ -122,6 +139,7 @@ class Evaluator:
                 threads=threads,
                 tmp_root=tmp_root,
                 prefork=prefork,
+                os_sandbox=self.os_sandbox,
             )
             for i in range(self.workers)
         ]
@@ -332,6 +350,7 @@ class Evaluator:
                 "seed": request.seed,
                 "ascend": [self.ascend_checks, self.ascend_profile],
                 "reps": [self.profile_reps, self.profile_warmup],
+                "os_sandbox": self.os_sandbox,
                 "version": __version__,
                 "harness": harness_fingerprint(),
             }
@@ -355,9 +374,15 @@ class Evaluator:
                 if handle.starts > starts + (0 if starts else 1):
                     with self._lock:
                         self.stats["worker_restarts"] += 1
+                missing_layers = list(handle.missing_layers)
         finally:
             self._idle.put(handle)
-        return self._result_from_reply(reply, job, timeout, result)
+        result = self._result_from_reply(reply, job, timeout, result)
+        if missing_layers:
+            result.warnings.append(
+                f"{SANDBOX_WARNING_PREFIX} layers off on this machine: {', '.join(missing_layers)} (see `akg doctor`)"
+            )
+        return result
 
     def _result_from_reply(self, reply: dict[str, Any], job: Job, timeout: float, base: EvalResult) -> EvalResult:
         from ascend_kernel_gym.evaluation.feedback import scrub_text

@@ -65,6 +65,8 @@ LAYERS = (
     "seccomp",
 )
 ACTIVE = "active"
+#: the state of a layer the policy leaves off on purpose
+LAYER_DISABLED = "off: disabled by the policy"
 
 _NAMESPACE_FLAGS = {
     "mount_ns": calls.CLONE_NEWNS,
@@ -137,6 +139,10 @@ class SandboxReport:
     def off(self) -> dict[str, str]:
         """The layers that are not on, with the reason."""
         return {name: value for name, value in self.layers.items() if not value.startswith(ACTIVE)}
+
+    def missing(self) -> dict[str, str]:
+        """The layers this machine could not turn on (not those the policy leaves off on purpose)."""
+        return {name: value for name, value in self.off().items() if value != LAYER_DISABLED}
 
     def summary(self) -> str:
         on = [name for name in self.layers if self.active(name)]
@@ -236,7 +242,7 @@ def _unshare(policy: SandboxPolicy, report: SandboxReport) -> None:
     flags = 0
     for flag in wanted.values():
         flags |= flag
-    user_error = "disabled by the policy"
+    user_error = LAYER_DISABLED.removeprefix("off: ")
     if "user_ns" in policy.layers:
         uid, gid = os.getuid(), os.getgid()
         try:
@@ -257,7 +263,7 @@ def _unshare(policy: SandboxPolicy, report: SandboxReport) -> None:
             except OSError as exc:
                 report.layers[name] = f"off: needs a user namespace or CAP_SYS_ADMIN ({_why(exc)})"
     for name in _NAMESPACE_FLAGS:
-        report.layers.setdefault(name, "off: disabled by the policy")
+        report.layers.setdefault(name, LAYER_DISABLED)
 
 
 def _enter_pid_namespace(report: SandboxReport, scratch: str, relay_fds: tuple[int, ...]) -> None:
@@ -385,7 +391,7 @@ def _close_other_fds(keep: tuple[int, ...]) -> None:
 def _set_layer(report: SandboxReport, policy: SandboxPolicy, name: str, action: Any) -> None:
     """Run ``action`` for layer ``name`` (returns the detail, or raises OSError) and record the outcome."""
     if name not in policy.layers:
-        report.layers[name] = "off: disabled by the policy"
+        report.layers[name] = LAYER_DISABLED
         return
     try:
         detail = action()

@@ -58,6 +58,12 @@ def _package_dirs(names: Iterable[str]) -> list[str]:
     dirs = []
     for name in names:
         module = sys.modules.get(name)
+        if module is not None and module.__spec__ is None:
+            # a package module made by hand (the zygote's bootstrap makes a bare ``ascend_kernel_gym``)
+            path = getattr(module, "__path__", None)
+            origin = getattr(module, "__file__", None)
+            dirs.extend(str(p) for p in path or ([os.path.dirname(origin)] if origin else []))
+            continue
         try:
             spec = module.__spec__ if module is not None else importlib.util.find_spec(name)
         except (ImportError, ValueError):

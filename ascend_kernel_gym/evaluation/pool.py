@@ -5,6 +5,10 @@ environment, so nothing of the calling process leaks in), waits for it to finish
 and sends it jobs one at a time. A zygote that dies or stops answering is killed and started
 again on the next job; the job in flight gets a ``harness_error`` result.
 
+A zygote started with the OS sandbox reports which layers this machine has; layers it lacks
+are reported once per process (a :class:`RuntimeWarning`), and the evaluation goes on with the
+others.
+
 Imports neither torch nor triton.
 """
 
@@ -17,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +32,39 @@ _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "TMPDIR", "PYTHONHASHS
 _ENV_PREFIXES = ("CUDA", "NVIDIA", "ASCEND", "NPU_", "HCCL", "TRITON_PTXAS", "TRITON_LIBCUDA")
 START_TIMEOUT_S = 600.0
 REPLY_GRACE_S = 60.0
+#: (backend, layers off) already reported in this process
+_REPORTED_LAYERS: set[tuple[str, str]] = set()
+_REPORTED_LOCK = threading.Lock()
+
+
+def missing_sandbox_layers(info: dict[str, Any]) -> dict[str, str]:
+    """The OS sandbox layers a zygote's probe found off on this machine (``{}``: all on, or no sandbox).
+
+    Layers the policy leaves off on purpose (the PID namespace on devices) are not listed.
+    """
+    report = info.get("os_sandbox")
+    if not isinstance(report, dict):
+        return {}
+    from ascend_kernel_gym.evaluation.os_sandbox import SandboxReport
+
+    return SandboxReport.from_dict(report).missing()
+
+
+def report_missing_layers(backend: str, missing: dict[str, str]) -> None:
+    """Warn once per process and backend when the OS sandbox runs with layers off (``missing``)."""
+    if not missing:
+        return
+    text = "; ".join(f"{name} ({reason.removeprefix('off: ')})" for name, reason in missing.items())
+    with _REPORTED_LOCK:
+        if (backend, text) in _REPORTED_LAYERS:
+            return
+        _REPORTED_LAYERS.add((backend, text))
+    warnings.warn(
+        f"the evaluator's OS sandbox ({backend}) runs without these layers on this machine: {text}. "
+        "The others stay on; `akg doctor` lists them.",
+        RuntimeWarning,
+        stacklevel=2,
+    )
 
 
 class ZygoteError(RuntimeError):
@@ -70,6 +108,7 @@ class ZygoteHandle:
         threads: torch / BLAS threads per child.
         tmp_root: where the zygote makes its temporary directories (default: the system's).
         prefork: the zygote keeps a spare child, set up ahead of the next job.
+        os_sandbox: every child enters the OS sandbox (:mod:`.os_sandbox`) before its device and job.
     """
 
     def __init__(
@@ -79,9 +118,11 @@ class ZygoteHandle:
         threads: int = 1,
         tmp_root: str | None = None,
         prefork: bool = True,
+        os_sandbox: bool = True,
     ):
         self.backend = backend
         self.prefork = prefork
+        self.os_sandbox = os_sandbox
         self.device_index = device_index
         self.threads = threads
         self.tmp_root = tmp_root
@@ -89,6 +130,8 @@ class ZygoteHandle:
         self.lock = threading.Lock()
         self.starts = 0
         self.info: dict[str, Any] = {}
+        #: OS sandbox layers this machine lacks (name -> why), as the zygote's probe found
+        self.missing_layers: dict[str, str] = {}
         self._ready = False
 
     # --- life cycle -----------------------------------------------------------------------------
@@ -116,6 +159,7 @@ class ZygoteHandle:
                 "torch_threads": self.threads,
                 "tmp_root": self.tmp_root,
                 "prefork": self.prefork,
+                "os_sandbox": self.os_sandbox,
             },
         )
         reply = self._read(time.monotonic() + START_TIMEOUT_S)
@@ -123,7 +167,9 @@ class ZygoteHandle:
             self.kill()
             raise ZygoteError(f"the evaluator worker did not start (reply {reply!r})")
         self.info = reply
+        self.missing_layers = missing_sandbox_layers(reply)
         self._ready = True
+        report_missing_layers(self.backend, self.missing_layers)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None and self._ready

@@ -1,8 +1,14 @@
-"""Process set-up of an evaluation child: limits, descriptors, environment, device.
+"""Process set-up of an evaluation child: limits, descriptors, environment, OS sandbox, device.
 
 A child forked ahead of its job (the zygote's spare) runs :func:`prepare` before the job
 arrives; the evaluation itself then only sets its memory limit (:func:`limit_memory`). The
 child's printed output goes to a file in its sandbox through :class:`RollingOutput`.
+
+Order matters: everything the child needs from outside its scratch directory (output file,
+``/dev/null`` as stdin, the warm Triton cache's copy, the environment, the pipes) is set up
+first; then the child enters the OS sandbox (:mod:`.os_sandbox`: from there on it reads only
+the libraries and writes only its scratch directory); only then is the device initialised and,
+later, the task and the candidate imported.
 
 Imports torch: only the zygote and its children import this module.
 """
@@ -23,6 +29,7 @@ import torch
 from ascend_kernel_gym.backends import interpreter_memcheck
 from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.job import Job
+from ascend_kernel_gym.evaluation.os_sandbox import SandboxReport, default_policy, enter_os_sandbox
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.wire import ZygoteLink
 
@@ -109,12 +116,19 @@ class RollingOutput(io.TextIOBase):
 
 @dataclass
 class ChildSetup:
-    """What a child prepares before its job arrives: the same for every job of one zygote."""
+    """What a child prepares before its job arrives: the same for every job of one zygote.
+
+    ``os_sandbox``: enter the OS sandbox (a missing facility only turns its layer off).
+    ``keep_fds``: the descriptors above 2 the child keeps (its job pipe first, then its result
+    pipe); every other one is closed when it enters the OS sandbox. None: none is closed.
+    """
 
     sandbox: str
     backend: str
     warm_cache: str | None = None
     torch_threads: int = 1
+    os_sandbox: bool = False
+    keep_fds: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -129,6 +143,8 @@ class Prepared:
     ready_at: float = 0.0
     #: the pipes to the zygote (None in a stand-alone child)
     link: ZygoteLink | None = None
+    #: which OS sandbox layers are on (None: the sandbox was not asked for)
+    os_sandbox: SandboxReport | None = None
 
 
 def prepare(setup: ChildSetup) -> Prepared:
@@ -139,6 +155,11 @@ def prepare(setup: ChildSetup) -> Prepared:
         _setup_process(setup)
         after_setup = time.perf_counter()
         prepared.durations["setup"] = round(after_setup - started, 4)
+        if setup.os_sandbox:
+            prepared.os_sandbox = enter_sandbox(setup)
+            prepared.durations["os_sandbox"] = round(time.perf_counter() - after_setup, 4)
+            after_setup = time.perf_counter()
+        torch.set_num_threads(max(1, setup.torch_threads))
         prepared.device = init_device(setup.backend)
         if setup.backend == "interpreter" and not interpreter_memcheck.install():  # fails closed
             raise RuntimeError("the interpreter's memory check could not be installed in the child")
@@ -197,7 +218,24 @@ def _setup_process(setup: ChildSetup) -> None:
     tempfile.tempdir = tmp
     os.chdir(sandbox)
     sys.dont_write_bytecode = True
-    torch.set_num_threads(max(1, setup.torch_threads))
+
+
+def enter_sandbox(setup: ChildSetup) -> SandboxReport:
+    """Put this child in the OS sandbox of its backend (see :mod:`.os_sandbox`).
+
+    The warm cache stays readable: Triton's cache index names its files by absolute path. With
+    a PID namespace (the interpreter) this returns in a new process; the job pipe
+    (``keep_fds[0]``) is relayed to it by the outer process, which the zygote watches.
+    """
+    keep = setup.keep_fds
+    policy = default_policy(
+        setup.backend,
+        setup.sandbox,
+        extra_read=(setup.warm_cache,) if setup.warm_cache else (),
+        keep_fds=keep,
+        relay_fds=keep[:1] if keep else (),
+    )
+    return enter_os_sandbox(policy)
 
 
 def _redirect(path: str, flags: int, targets: tuple[int, ...]) -> None:

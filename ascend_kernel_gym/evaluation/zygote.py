@@ -56,14 +56,30 @@ RSS_POLL_S = 0.05
 
 
 def _rss_bytes(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as handle:
-            for line in handle:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
+    """The largest resident set in the process tree of ``pid``.
+
+    In the OS sandbox's PID namespace the zygote's child is only a relay; the evaluation (and
+    its memory) is its child.
+    """
+    largest = 0
+    seen: set[int] = set()
+    todo = [pid]
+    while todo and len(seen) < 64:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        try:
+            with open(f"/proc/{current}/status") as handle:
+                for line in handle:
+                    if line.startswith("VmRSS:"):
+                        largest = max(largest, int(line.split()[1]) * 1024)
+                        break
+            with open(f"/proc/{current}/task/{current}/children") as handle:
+                todo += [int(child) for child in handle.read().split()]
+        except (OSError, ValueError):
+            continue
+    return largest
 
 
 def device_touched() -> bool:
@@ -137,6 +153,7 @@ class Zygote:
         self.root = tempfile.mkdtemp(prefix="akg-pool-", dir=config.get("tmp_root"))
         self.torch_threads = int(config.get("torch_threads", 1))
         self.prefork = bool(config.get("prefork", True))
+        self.os_sandbox = bool(config.get("os_sandbox", False))
         self.warm_cache: str | None = None
         self.compiler_warm = False
         self.baseline_rss = 0
@@ -155,6 +172,9 @@ class Zygote:
         import triton.language  # noqa: F401
 
         torch.set_num_threads(self.torch_threads)
+        # Initialises the thread pools now: until then a fork re-creates a pool thread in the child
+        # (torch's at-fork handler), and a child with two threads cannot enter the OS sandbox.
+        torch.get_num_threads()
         # Modules the child and common candidates use, imported once here.
         import collections  # noqa: F401
         import dataclasses  # noqa: F401
@@ -196,6 +216,7 @@ class Zygote:
             warmup.run_interpreter_warmup()
         else:
             self._warm_device()
+        sandbox_report = self._warm_os_sandbox()  # last: its probe forks as the children will
         # Everything imported so far is permanent: children's collections (the harness runs one
         # before every reference call) then scan only their own objects, and pages stay shared.
         gc.collect()
@@ -207,7 +228,22 @@ class Zygote:
             "warm_cache": self.warm_cache is not None,
             "compiler_warm": self.compiler_warm,
             "device_touched": device_touched(),
+            "os_sandbox": sandbox_report,
         }
+
+    def _warm_os_sandbox(self) -> dict[str, Any] | None:
+        """Load the OS sandbox's modules and default paths once, before any child forks; probe the layers.
+
+        ``pyseccomp`` finds ``libseccomp`` by running ``ldconfig``, which no sandboxed child may
+        run; the default policy's paths are computed here once for every child. The probe (a
+        throw-away child) says which layers this machine has, for the pool to report once.
+        """
+        if not self.os_sandbox:
+            return None
+        from ascend_kernel_gym.evaluation import os_sandbox
+
+        os_sandbox.default_policy(self.backend, self.root)
+        return os_sandbox.probe_os_sandbox(self.backend).to_dict()
 
     def _warm_device(self) -> None:
         """Pre-import the device compiler paths and fill a Triton cache the children copy.
@@ -299,7 +335,14 @@ class Zygote:
                 from ascend_kernel_gym.evaluation.child import child_entry
                 from ascend_kernel_gym.evaluation.process import ChildSetup
 
-                setup = ChildSetup(sandbox, self.backend, self.warm_cache, self.torch_threads)
+                setup = ChildSetup(
+                    sandbox,
+                    self.backend,
+                    self.warm_cache,
+                    self.torch_threads,
+                    os_sandbox=self.os_sandbox,
+                    keep_fds=(job_read, result_write),  # the job pipe first: relayed in a PID namespace
+                )
                 child_entry(setup, job_read, result_write)
             finally:
                 os._exit(70)

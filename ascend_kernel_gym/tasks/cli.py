@@ -28,7 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show_parser.add_argument("--json", action="store_true", help="print JSON")
     show_parser.set_defaults(func=_cmd_show, command="tasks show")
 
-    doctor = subparsers.add_parser("doctor", help="available backends, package versions, what is missing")
+    doctor = subparsers.add_parser(
+        "doctor", help="available backends, package versions, what is missing, the evaluator's OS sandbox layers"
+    )
     doctor.add_argument("--json", action="store_true", help="print JSON")
     doctor.set_defaults(func=_cmd_doctor, command="doctor")
 
@@ -100,7 +102,29 @@ def doctor_report() -> dict[str, Any]:
             "missing": missing,
             "install": INSTALL_HINTS[backend] if missing else "",
         }
+    backends = ["interpreter", *(b for b in ("cuda", "npu") if report["backends"][b]["available"])]
+    report["os_sandbox"] = os_sandbox_report(backends)
     return report
+
+
+def os_sandbox_report(backends: list[str]) -> dict[str, Any]:
+    """Which layers of the evaluator's OS sandbox work on this machine, per backend.
+
+    Each backend's default sandbox is entered once in a throw-away child that touches no device.
+    """
+    from ascend_kernel_gym.evaluation.evaluator import OS_SANDBOX_ENV, os_sandbox_default
+    from ascend_kernel_gym.evaluation.os_sandbox import probe_os_sandbox
+
+    layers: dict[str, Any] = {}
+    for backend in backends:
+        probe = probe_os_sandbox(backend)
+        layers[backend] = {
+            "summary": probe.summary(),
+            "layers": probe.layers,
+            "missing": probe.missing(),
+            "notes": probe.notes,
+        }
+    return {"enabled": os_sandbox_default(), "switch": f"{OS_SANDBOX_ENV}=0 turns it off", "backends": layers}
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -125,4 +149,17 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         available = "[green]yes[/green]" if info["available"] else "[red]no[/red]"
         backends_table.add_row(name, available, ", ".join(info["missing"]), info["install"])
     console.print(backends_table)
+    sandbox = report["os_sandbox"]
+    state = "on" if sandbox["enabled"] else f"[red]off[/red] ({sandbox['switch']})"
+    sandbox_table = Table(title=f"evaluator OS sandbox: {state}; layers that work on this machine")
+    for column in ("backend", "layer", "state"):
+        sandbox_table.add_column(column, overflow="fold")
+    for backend, probe in sandbox["backends"].items():
+        for layer, value in probe["layers"].items():
+            if value.startswith("active"):
+                shown = f"[green]{value}[/green]"
+            else:
+                shown = value if layer not in probe["missing"] else f"[red]{value}[/red]"
+            sandbox_table.add_row(backend, layer, shown)
+    console.print(sandbox_table)
     return 0

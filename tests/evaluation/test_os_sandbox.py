@@ -729,3 +729,26 @@ def test_default_policies_per_backend(scratch: Path) -> None:
     assert "/dev/nvidia*" in cuda.device_paths
     assert default_policy("npu", str(scratch)).allow_exec
     assert probe_os_sandbox("cuda").layers["pid_ns"] == "off: disabled by the policy"
+
+
+def test_default_policy_finds_the_package_behind_a_bare_module() -> None:
+    """The zygote's bootstrap installs a bare ``ascend_kernel_gym`` module (no import spec): its
+    directory must still be readable (chip profiles, task data) and its solutions still hidden."""
+    root = Path(__file__).resolve().parents[2]
+    code = textwrap.dedent(
+        """
+        import json, os, sys, types
+        pkg = types.ModuleType("ascend_kernel_gym")
+        pkg.__path__ = [os.path.join(sys.argv[1], "ascend_kernel_gym")]
+        sys.modules["ascend_kernel_gym"] = pkg
+        sys.path.insert(0, sys.argv[1])
+        from ascend_kernel_gym.evaluation.os_sandbox import default_policy
+        policy = default_policy("interpreter", "/tmp")
+        print(json.dumps({"read": policy.read_paths, "hidden": policy.hidden_paths}))
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=120, cwd="/")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    paths = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert str(root / "ascend_kernel_gym") in paths["read"]
+    assert any(p.endswith(os.path.join("suites", "core", "solutions")) for p in paths["hidden"])
