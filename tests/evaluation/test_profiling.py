@@ -12,7 +12,6 @@ import math
 import random
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
@@ -138,25 +137,42 @@ def test_after_candidate_sees_the_input_set_of_its_round() -> None:
 
 
 # --- the timing protocol itself, with the CPU event shim ---------------------------------------------
+# The models "run" by advancing a virtual clock that the CPU events read, so the times these tests
+# check are exact whatever the machine's load (real sleeps overrun on a busy CPU).
 
 
-def _sleeper(seconds: float, calls: list[str], name: str):
+class VirtualClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch) -> VirtualClock:
+    virtual = VirtualClock()
+    monkeypatch.setattr(profiling._CpuEvent, "record", lambda event: setattr(event, "t", virtual.now))
+    return virtual
+
+
+def _sleeper(clock: VirtualClock, seconds: float, calls: list[str], name: str):
     def prepare(k: int):
         def call() -> None:
             calls.append(name)
-            time.sleep(seconds)
+            clock.sleep(seconds)
 
         return call
 
     return prepare
 
 
-def _protocol(side_streams=None, reps: int = 9):
+def _protocol(clock: VirtualClock, side_streams=None, reps: int = 9):
     calls: list[str] = []
     audits: list[int] = []
     timing = profiling.time_side_by_side(
-        _sleeper(0.004, calls, "cand"),
-        _sleeper(0.002, calls, "ref"),
+        _sleeper(clock, 0.004, calls, "cand"),
+        _sleeper(clock, 0.002, calls, "ref"),
         audits.append,
         device_type="cpu",
         num_sets=3,
@@ -171,8 +187,8 @@ def _protocol(side_streams=None, reps: int = 9):
     return timing, calls, audits
 
 
-def test_stream_mode_times_each_model_and_audits() -> None:
-    timing, calls, audits = _protocol()
+def test_stream_mode_times_each_model_and_audits(clock) -> None:
+    timing, calls, audits = _protocol(clock)
     assert timing.details["mode"] == profiling.STREAM_MODE
     assert calls.count("cand") == calls.count("ref") == 2 + 9
     assert len(audits) == 2 and all(0 <= k < 3 for k in audits)
@@ -180,7 +196,7 @@ def test_stream_mode_times_each_model_and_audits() -> None:
     assert 0.3 < timing.speedup < 0.75
 
 
-def test_each_model_time_is_a_trimmed_mean_of_its_calls() -> None:
+def test_each_model_time_is_a_trimmed_mean_of_its_calls(clock) -> None:
     # Every timed call runs on another placement; some kernels are a few percent slower on some
     # placements (as on an H200). The candidate here is slow on every third call: a median would
     # land on the fast level, the trimmed mean sits between the levels, and a single hiccup is
@@ -190,10 +206,10 @@ def test_each_model_time_is_a_trimmed_mean_of_its_calls() -> None:
     def candidate(k: int):
         calls["n"] += 1
         n = calls["n"]
-        return lambda: time.sleep(0.3 if n == 15 else 0.009 if n % 3 == 0 else 0.003)
+        return lambda: clock.sleep(0.3 if n == 15 else 0.009 if n % 3 == 0 else 0.003)
 
     def reference(k: int):
-        return lambda: time.sleep(0.005)
+        return lambda: clock.sleep(0.005)
 
     timing = profiling.time_side_by_side(
         candidate, reference, lambda k: None, device_type="cpu", num_sets=3, reps=30, warmup=1,
@@ -204,7 +220,7 @@ def test_each_model_time_is_a_trimmed_mean_of_its_calls() -> None:
     assert 0.6 < timing.speedup < 1.3
 
 
-def test_relocation_is_untimed_and_its_lazy_cost_never_timed() -> None:
+def test_relocation_is_untimed_and_its_lazy_cost_never_timed(clock) -> None:
     # A move of the memory the harness does not place (the context's local memory on CUDA) makes
     # the next call of each model pay for a lazy allocation; that call must not be a timed one.
     state = {"moves": 0, "pending": set()}
@@ -219,8 +235,8 @@ def test_relocation_is_untimed_and_its_lazy_cost_never_timed() -> None:
             def call() -> None:
                 if name in state["pending"]:
                     state["pending"].discard(name)
-                    time.sleep(0.2)
-                time.sleep(seconds)
+                    clock.sleep(0.2)
+                clock.sleep(seconds)
 
             return call
 
@@ -265,7 +281,7 @@ def test_trimmed_mean() -> None:
     assert math.isnan(profiling.trimmed_mean([], 0.1))
 
 
-def test_side_stream_launch_during_timing_redoes_the_measurement_synchronized() -> None:
+def test_side_stream_launch_during_timing_redoes_the_measurement_synchronized(clock) -> None:
     launches = {"n": 0}
     candidate_calls = {"n": 0}
 
@@ -275,21 +291,21 @@ def test_side_stream_launch_during_timing_redoes_the_measurement_synchronized() 
             launches["n"] += 1
         return launches["n"]
 
-    timing, calls, _ = _protocol(counter)
+    timing, calls, _ = _protocol(clock, counter)
     assert timing.details["mode"] == profiling.SYNC_MODE
     assert "sync_overhead_ms" in timing.details and timing.details["sync_overhead_ms"] >= 0
     assert calls.count("cand") > 2 + 9  # the aborted stream-mode rounds plus a full synchronized set
     assert 3.0 <= timing.kernel_ms < 8
 
 
-def test_side_stream_launch_in_warm_up_selects_synchronized_mode_at_once() -> None:
+def test_side_stream_launch_in_warm_up_selects_synchronized_mode_at_once(clock) -> None:
     launches = {"n": 0}
 
     def counter() -> int:
         launches["n"] += 1  # every query sees a new side-stream launch
         return launches["n"]
 
-    timing, calls, _ = _protocol(counter)
+    timing, calls, _ = _protocol(clock, counter)
     assert timing.details["mode"] == profiling.SYNC_MODE
     assert calls.count("cand") == 2 + 9
 
