@@ -112,6 +112,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from ascend_kernel_gym.kb_index.index import INDEX_FILE
@@ -141,7 +142,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         ("cache path", stats.path),
     ]
     for name, value in rows:
-        table.add_row(name, value)
+        table.add_row(name, escape(value))
     console.print(table)
     return 0
 

@@ -301,21 +301,29 @@ def print_verification(report: Any) -> None:
 
     console = Console()
     if report.tasks:
+        # Speed columns only where some speed was measured (never on the interpreter): 80 columns suffice.
+        speeds = any(
+            _x(v.claimed.get("speedup")) != "n/a" or _x((v.local or {}).get("speedup")) != "n/a" for v in report.tasks
+        )
         table = Table(title="akg verify: claims vs local re-run")
         table.add_column("task", no_wrap=True)
-        for column in ("claimed", "local", "speedup claimed/local", "speed", "verdict"):
+        columns = ("claimed", "local", "speedup claimed/local", "speed", "verdict") if speeds else ("claimed", "local")
+        for column in columns:
             table.add_column(column, overflow="fold")
+        if not speeds:
+            table.add_column("verdict", no_wrap=True)
         for verdict in report.tasks:
             claimed, local = verdict.claimed, verdict.local or {}
-            table.add_row(
-                escape(verdict.task_id),
-                _outcome(claimed),
-                _outcome(local) if verdict.local is not None else "-",
-                f"{_x(claimed.get('speedup'))} / {_x(local.get('speedup'))}",
-                escape(verdict.speed),
-                ("[green]" if verdict.verdict in ("agree", "no code") else "[red]") + escape(verdict.verdict) + "[/]",
-            )
+            cells = [escape(verdict.task_id), escape(_outcome(claimed))]
+            cells.append(escape(_outcome(local)) if verdict.local is not None else "-")
+            if speeds:
+                cells += [f"{_x(claimed.get('speedup'))} / {_x(local.get('speedup'))}", escape(verdict.speed)]
+            colour = "[green]" if verdict.verdict in ("agree", "no code") else "[red]"
+            cells.append(colour + escape(verdict.verdict) + "[/]")
+            table.add_row(*cells)
         console.print(table)
+        if not speeds:
+            console.print("[dim]speed: measured on neither side (the interpreter measures none)[/dim]")
     console.print(
         f"submission backend {escape(str(report.submission_backend))} ({escape(str(report.submission_device))}); "
         f"re-run on {escape(str(report.local_backend))} ({escape(str(report.local_device))}); "
