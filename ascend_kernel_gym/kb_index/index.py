@@ -137,12 +137,13 @@ def load_encoder(path: Path, device: str = "cpu") -> Any:
     key = (str(path), device)
     with _ENCODER_LOCK:
         if key not in _ENCODERS:
+            # The evaluator forks worker processes; tokenizers' thread pool must not be live then.
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             if device == "cpu" and supports(path):
                 _ENCODERS[key] = NumpyBertEncoder(path)
                 return _ENCODERS[key]
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             from sentence_transformers import SentenceTransformer
 
             _ENCODERS[key] = SentenceTransformer(str(path), device=device)
