@@ -20,6 +20,7 @@ from pathlib import Path
 import gymnasium as gym
 
 import ascend_kernel_gym  # noqa: F401 - registers the environments
+from ascend_kernel_gym.kb_index import KnowledgeBase
 from ascend_kernel_gym.wrappers import CompactionWrapper, KBRetrievalWrapper
 
 TASK = "core/L1/softmax"
@@ -79,11 +80,20 @@ def heading(text: str) -> None:
     print(f"\n=== {text} " + "=" * max(3, 95 - len(text)), flush=True)
 
 
-def make_env(task: str, backend: str, budget_tokens: int) -> gym.Env:
+def make_env(task: str, backend: str, budget_tokens: int, kb: KnowledgeBase) -> gym.Env:
     """The ATRL stack of ``AscendTriton-ATRL-v0``, with a rules summary that may fill the whole budget."""
     env = gym.make("AscendTriton-v0", task_ids=[task], backend=backend, max_turns=2)
     env = CompactionWrapper(env, budget_tokens=budget_tokens, strategy="rules", summary_ratio=0.8)
-    return KBRetrievalWrapper(env, k=2)
+    return KBRetrievalWrapper(env, kb=kb, k=2)
+
+
+def knowledge_base() -> KnowledgeBase:
+    """The bundled knowledge base, its dense index built now (with a progress bar) if it is not cached yet."""
+    kb = KnowledgeBase()
+    if not kb.index.is_cached:
+        say(f"building the knowledge-base index ({len(kb)} entries; once, then cached on disk) ...")
+        kb.build(progress=True)
+    return kb
 
 
 def main() -> int:
@@ -95,12 +105,13 @@ def main() -> int:
     heading(f"one episode of {args.task}: a scripted agent, context compaction, Ascend tips")
     # The context's size at reset sets a compaction budget that the first answer outgrows, so that
     # this short episode shows a compaction.
-    probe = make_env(args.task, args.backend, budget_tokens=1 << 20)
+    kb = knowledge_base()
+    probe = make_env(args.task, args.backend, budget_tokens=1 << 20, kb=kb)
     _, info = probe.reset(seed=0)
     probe.close()
     head_tokens = int(info["segment"]["tokens_before"])
     budget = int((head_tokens + 700) / 0.8)
-    env = make_env(args.task, args.backend, budget)
+    env = make_env(args.task, args.backend, budget, kb=kb)
     obs, info = env.reset(seed=0)
     say(
         f"task {info['task_id']} ({info['task']['description']}) on the {info['backend']} backend, profile "
