@@ -12,7 +12,7 @@ from ascend_kernel_gym.agents.rollout import collect_rollouts, env_delta_text  #
 from ascend_kernel_gym.agents.scripted import ChoicePolicy, ReferencePolicy  # noqa: E402
 from ascend_kernel_gym.agents.trainer import response_logprobs  # noqa: E402
 from ascend_kernel_gym.tasks.suite import get_task  # noqa: E402
-from ascend_kernel_gym.wrappers.choice import KernelChoiceWrapper, default_choices  # noqa: E402
+from ascend_kernel_gym.wrappers.choice import KernelChoiceWrapper  # noqa: E402
 
 TASKS = ["core/L1/relu", "core/L1/gelu"]
 
@@ -70,29 +70,6 @@ class RecordingPolicy:
         gens = self.inner.generate_from_ids(prompts)
         self.calls.extend((list(p), g) for p, g in zip(prompts, gens))
         return gens
-
-
-def test_choice_wrapper_maps_answers(fake_evaluator):
-    env = make_factory(fake_evaluator)()
-    _obs, info = env.reset(seed=0, options={"task_id": "core/L1/relu"})
-    labels = info["choice"]["labels"]
-    kinds = [o.kind for o in env.options]
-    assert labels == "ABC" and sorted(kinds) == ["broken", "correct", "hacky"]
-    assert info["messages"][1]["content"].startswith("# Task core/L1/relu")
-    correct = info["choice"]["correct"]
-    _obs, reward, _t, _tr, info = env.step(f"  {correct.lower()} because")
-    assert info["choice"]["kind"] == "correct" and info["eval"]["correct"] and reward == pytest.approx(0.5)
-    assert info["messages"][-2] == {"role": "assistant", "content": f"  {correct.lower()} because"}
-    assert "Result of turn 1 of 4" in info["messages"][-1]["content"]
-    # a character that is not a label picks ord(c) % 3
-    _obs, _r, _t, _tr, info = env.step("7")
-    assert info["choice"]["kind"] == kinds[ord("7") % 3]
-    _obs, reward, _t, _tr, info = env.step("")
-    assert info["choice"]["answer"] is None and info["format_ok"] is False and reward < 0
-    # the prepared kernels are the real ones
-    choices = {c.kind: c.code for c in default_choices(get_task("core/L1/relu"))}
-    assert choices["correct"] == get_task("core/L1/relu").solution_source()
-    assert "class ModelNew(Model)" in choices["hacky"] and "deliberately broken" in choices["broken"]
 
 
 def test_text_policy_rollout_rewards_and_groups(fake_evaluator):

@@ -3,8 +3,6 @@ does not change the gradient, overlong samples train nothing, checkpoints resume
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -170,30 +168,3 @@ def test_pack_micro_batches():
     groups = pack_micro_batches([3, 6, 2, 5, 4], 10)
     assert groups == [[1], [3, 4], [0, 2]]
     assert pack_micro_batches([50], 10) == [[0]]  # too long: alone
-
-
-def test_config_yaml_roundtrip_and_errors(tmp_path):
-    path = tmp_path / "c.yaml"
-    path.write_text("group_size: 4\nadvantage: turn\ncompaction: {budget_tokens: 256, strategy: policy}\n")
-    config = SegmentGRPOConfig.from_yaml(path)
-    assert config.group_size == 4 and config.advantage == "turn" and config.compaction["budget_tokens"] == 256
-    config.to_yaml(tmp_path / "out.yaml")
-    assert SegmentGRPOConfig.from_yaml(tmp_path / "out.yaml") == config
-    path.write_text("group_sise: 4\n")
-    with pytest.raises(ValueError, match="unknown config keys \\['group_sise'\\]"):
-        SegmentGRPOConfig.from_yaml(path)
-    with pytest.raises(ValueError, match="group_size"):
-        SegmentGRPOConfig(group_size=1)
-    with pytest.raises(ValueError, match="advantage"):
-        SegmentGRPOConfig(advantage="gae")
-    with pytest.raises(ValueError, match="clip_low"):
-        SegmentGRPOConfig(clip_low=1.5)
-    assert all(f.metadata.get("help") for f in dataclasses.fields(SegmentGRPOConfig))
-
-
-def test_example_config_loads():
-    from pathlib import Path
-
-    example = Path(__file__).resolve().parents[2] / "examples" / "configs" / "segment_grpo_tiny.yaml"
-    config = SegmentGRPOConfig.from_yaml(example)
-    assert config.compaction is not None and config.model_name_or_path is None

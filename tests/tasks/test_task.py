@@ -1,19 +1,163 @@
-"""Task files as third parties save them: byte-order marks, PEP 263 coding lines, sizes written as
-expressions and tuples (real KernelBench files), ``get_inputs()`` returning a bare tensor."""
+"""The task model and loader (tasks/task.py): KernelBench compatibility, inferred metadata, profiles
+(explicit and derived small ones, sizes written as expressions), file encodings, malformed files."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from ascend_kernel_gym.cli import main as akg
-from ascend_kernel_gym.tasks import TaskLoadError, get_task, load_task_file, load_task_source
-from ascend_kernel_gym.tasks.task import AUTO_SMALL_TAG, UnknownTaskError, read_python_source
+from ascend_kernel_gym.tasks import TaskLoadError, load_task_file, load_task_source
+from ascend_kernel_gym.tasks.task import AUTO_SMALL_TAG, auto_small_profile, read_python_source
 
-KERNELBENCH = Path(__file__).parent.parent / "data" / "kernelbench" / "level1"
-HINGE = KERNELBENCH / "100_HingeLoss.py"
-SQUARE_MATMUL = KERNELBENCH / "1_Square_matrix_multiplication_.py"
+DATA = Path(__file__).parent.parent / "data" / "kernelbench"
+SOFTMAX = DATA / "level1" / "23_Softmax.py"
+GEMM = DATA / "level2" / "12_Gemm_Multiply_LeakyReLU.py"
+HINGE = DATA / "level1" / "100_HingeLoss.py"
+SQUARE_MATMUL = DATA / "level1" / "1_Square_matrix_multiplication_.py"
+
+VALID = """
+import torch
+import torch.nn as nn
+
+TASK = {"level": 2, "category": "test", "description": "d", "dtype": "float16",
+        "profiles": {"small": {"N": 8}}}
+
+N = 1024
+M = 4
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def get_inputs():
+    return [torch.randn(N, M)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_plain_kernelbench_file_loads_with_inferred_metadata():
+    task = load_task_file(SOFTMAX)
+    assert task.id == "file/23_Softmax"
+    assert task.level == 1  # from the "level1" directory
+    assert task.category == "softmax"
+    assert task.dtype == "float32"
+    assert (task.atol, task.rtol) == (1e-4, 1e-4)
+    # no small profile in the file: one is derived for the interpreter (16384 -> 64, 16 kept)
+    assert task.profiles == {"full": {}, "small": {"dim": 64}}
+    assert AUTO_SMALL_TAG in task.tags and task.default_profile("interpreter") == "small"
+    assert task.default_profile("cuda") == "full"
+    assert "Softmax" in task.description
+    assert task.solution_path is None
+
+
+def test_auto_small_profile_removes_power_of_two_factors_from_large_sizes():
+    constants = {"a": 16384, "b": 1000, "c": 768, "d": 4095, "e": 100, "f": True, "g": 2.0, "h": 128, "i": "x"}
+    assert auto_small_profile(constants) == {"a": 64, "b": 125, "c": 96, "h": 64}
+    assert auto_small_profile({"n": 8, "eps": 1e-5}) == {}
+
+
+def test_explicit_small_profile_is_never_replaced():
+    task = load_task_source(VALID, task_id="t/valid")
+    assert task.profiles["small"] == {"N": 8} and AUTO_SMALL_TAG not in task.tags
+
+
+def test_kernelbench_level2_file_infers_level_and_category():
+    task = load_task_file(GEMM)
+    assert task.level == 2
+    assert task.category == "matmul"
+
+
+@pytest.mark.parametrize(
+    ("spelling", "dtype"),
+    [
+        ("torch.randn(N, M).half()", "float16"),
+        ("torch.randn(N, M, dtype=torch.half)", "float16"),
+        ("torch.randn(N, M, dtype=torch.float16)", "float16"),
+        ("torch.randn(N, M).bfloat16()", "bfloat16"),
+        ("torch.randn(N, M, dtype=torch.bfloat16)", "bfloat16"),
+        ("torch.randn(N, M)", "float32"),
+    ],
+)
+def test_dtype_is_inferred_from_how_inputs_are_made(spelling, dtype):
+    source = VALID.split("TASK = {")[0] + "N = 4\nM = 4\n" + VALID.split("M = 4\n", 1)[1]
+    source = source.replace("torch.randn(N, M)", spelling)
+    task = load_task_source(source, task_id="t/x")
+    assert task.dtype == dtype
+    assert task.atol == {"float32": 1e-4, "float16": 1e-2, "bfloat16": 2e-2}[dtype]
+
+
+def test_metadata_and_profile_overrides():
+    torch = pytest.importorskip("torch")
+    from ascend_kernel_gym.tasks.runtime import instantiate
+
+    task = load_task_source(VALID, task_id="t/x")
+    assert task.level == 2 and task.dtype == "float16"
+    assert (task.atol, task.rtol) == (1e-2, 1e-2)  # per-dtype defaults
+    assert task.profiles == {"full": {}, "small": {"N": 8}}
+    (x,) = instantiate(task, "small").get_inputs()
+    assert x.shape == (8, 4)
+    (y,) = instantiate(task, "full").get_inputs()
+    assert y.shape == (1024, 4)
+    assert isinstance(y, torch.Tensor)
+
+
+def test_prompt_source_drops_task_block_and_applies_profile():
+    task = load_task_source(VALID, task_id="t/x")
+    text = task.prompt_source("small")
+    assert "TASK" not in text
+    assert "N = 8" in text and "N = 1024" not in text
+    assert "M = 4" in text
+    compile(text, "prompt", "exec")  # still valid Python
+    with pytest.raises(KeyError, match="no profile 'tiny'"):
+        task.prompt_source("tiny")
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        ("def f(:\n", "not valid Python"),
+        (VALID.replace("class Model", "class Other"), "missing top-level class 'Model'"),
+        (VALID.replace("def get_inputs", "def inputs"), "missing top-level function 'get_inputs'"),
+        (VALID.replace("def get_init_inputs", "def init_inputs"), "'get_init_inputs'"),
+        (VALID.replace("def forward", "def fwd"), "no forward()"),
+        (VALID.replace('"level": 2', '"level": "two"'), "positive int"),
+        (VALID.replace('"float16"', '"float8"'), "dtype"),
+        (VALID.replace('"category"', '"categry"'), "unknown keys"),
+        (VALID.replace('{"N": 8}', '{"K": 8}'), "not module-level constants"),
+        (VALID.replace("TASK = {", "TASK = dict(**{").replace('{"N": 8}}}', '{"N": 8}}})'), "literal dict"),
+    ],
+)
+def test_malformed_task_names_file_and_problem(tmp_path, source, problem):
+    path = tmp_path / "bad_task.py"
+    path.write_text(source)
+    with pytest.raises(TaskLoadError) as excinfo:
+        load_task_file(path)
+    assert str(path) in str(excinfo.value)
+    assert problem in str(excinfo.value)
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(TaskLoadError, match="no such task file"):
+        load_task_file(tmp_path / "nope.py")
+
+
+def test_import_does_not_import_torch_or_triton():
+    code = (
+        "import sys, ascend_kernel_gym, ascend_kernel_gym.tasks, ascend_kernel_gym.evaluation.result; "
+        "print(sorted(m for m in ('torch', 'triton') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
 
 RELU = '''import torch
 import torch.nn as nn
@@ -270,43 +414,3 @@ def test_get_inputs_returning_a_bare_value_is_a_task_error(tmp_path, capsys, bod
     assert str(path) in message and "get_inputs() must return a list of inputs" in message and what in message
     assert akg(["tasks", "show", str(path)]) == 2
     assert "get_inputs() must return a list" in capsys.readouterr().err
-
-
-def test_get_inputs_that_is_not_a_list_at_run_time_is_a_task_error(tmp_path) -> None:
-    """Not visible in the source (a helper makes the tensor): the runtime refuses it instead of
-    spreading the tensor's rows into four arguments."""
-    pytest.importorskip("torch")
-    from ascend_kernel_gym.tasks.runtime import instantiate
-
-    body = "return _make()\n\n\ndef _make():\n    return torch.randn(4, 32)"
-    path = tmp_path / "bare_helper.py"
-    path.write_text(BARE_TENSOR.format(body=body))
-    tm = instantiate(load_task_file(path))
-    with pytest.raises(TaskLoadError, match=r"bare_helper\.py: get_inputs\(\) must return a list.*got Tensor"):
-        tm.get_inputs()
-    assert tm.get_init_inputs() == []
-
-
-def test_tuple_and_list_returns_are_accepted(tmp_path) -> None:
-    pytest.importorskip("torch")
-    from ascend_kernel_gym.tasks.runtime import instantiate
-
-    path = tmp_path / "tuple_inputs.py"
-    path.write_text(BARE_TENSOR.format(body="x = torch.randn(4, 32)\n    return (x,)"))
-    (x,) = instantiate(load_task_file(path)).get_inputs()
-    assert tuple(x.shape) == (4, 32)
-
-
-# --- CLI messages --------------------------------------------------------------------------------
-
-
-def test_unknown_ids_and_profiles_print_plain_messages(capsys) -> None:
-    assert akg(["tasks", "show", "core/L1/does_not_exist"]) == 2
-    err = capsys.readouterr().err
-    assert "error: unknown task ids ['core/L1/does_not_exist']" in err and 'error: "' not in err
-    assert akg(["tasks", "show", "core/L1/relu", "--profile", "huge"]) == 2
-    err = capsys.readouterr().err
-    assert "error: task 'core/L1/relu' has no profile 'huge'" in err and 'error: "' not in err
-    with pytest.raises(KeyError):  # still a KeyError for callers
-        get_task("core/L1/does_not_exist")
-    assert str(UnknownTaskError("plain text")) == "plain text"

@@ -1,4 +1,4 @@
-"""The eval runner's bookkeeping with an instant evaluator: batching, policy failures, resume, agent specs.
+"""The eval runner (leaderboard/runner.py) with an instant evaluator: batching, policy failures, resume, records.
 
 The same behaviours on the real evaluator (interpreter) are in test_eval_end_to_end.py.
 """
@@ -12,10 +12,8 @@ import pytest
 from lb_helpers import InstantEvaluator, env_factory_with
 
 from ascend_kernel_gym.agents.policy import Generation, Policy
-from ascend_kernel_gym.leaderboard.agents import ReferencePolicy, build_policy
 from ascend_kernel_gym.leaderboard.records import read_manifest, read_results
 from ascend_kernel_gym.leaderboard.runner import EvalConfig, run_eval
-from ascend_kernel_gym.tasks.suite import load_suite
 
 TASKS = ["core/L1/relu", "core/L1/sigmoid", "core/L1/gelu"]
 
@@ -147,35 +145,6 @@ def test_bad_configuration_fails_fast(tmp_path):
     with pytest.raises(ValueError, match="reward"):
         run_eval(config(tmp_path, reward="no-such-preset"), policy=RecordingPolicy(), progress=False)
     assert not (tmp_path / "run" / "results.jsonl").exists() and not (tmp_path / "run" / "run.json").exists()
-
-
-def test_reference_policy_answers_with_the_bundled_solution():
-    tasks = load_suite("core", split="all", task_ids=TASKS)
-    policy = ReferencePolicy(tasks)
-    gens = policy.generate_for_tasks([[{"role": "user", "content": "x"}]], [TASKS[1]])
-    assert tasks[1].solution_source().strip() in gens[0].text and gens[0].text.startswith("```python")
-    # without task ids it finds the task in the context
-    gens = policy.generate([[{"role": "user", "content": f"Task {TASKS[2]}: write it"}]])
-    assert tasks[2].solution_source().strip() in gens[0].text
-    with pytest.raises(ValueError, match="cannot tell"):
-        policy.generate([[{"role": "user", "content": "no task here"}]])
-
-
-def test_agent_specs():
-    tasks = load_suite("core", split="all", task_ids=TASKS[:1])
-    assert isinstance(build_policy("reference", tasks), ReferencePolicy)
-    policy = build_policy("test_eval_runner:RecordingPolicy", tasks, {"fail_on_call": 7, "endpoint": "ignored"})
-    assert isinstance(policy, RecordingPolicy) and policy.fail_on_call == 7
-    with pytest.raises(ValueError, match="not a subclass"):
-        build_policy("json:JSONDecoder", tasks)
-    with pytest.raises(ValueError, match="cannot import"):
-        build_policy("no_such_module_xyz:Thing", tasks)
-    with pytest.raises(ValueError, match="--endpoint"):
-        build_policy("openai", tasks, {"model": "m"})
-    with pytest.raises(ValueError, match="--model-path"):
-        build_policy("hf", tasks, {})
-    openai = build_policy("openai", tasks, {"endpoint": "http://127.0.0.1:9/v1", "model": "m", "temperature": 0.5})
-    assert openai.describe()["model"] == "m" and openai.describe()["temperature"] == 0.5
 
 
 def test_run_manifest_and_record_fields(tmp_path):

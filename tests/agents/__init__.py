@@ -1,0 +1,1 @@
+"""Tests of ascend_kernel_gym.agents (a package, so that its test_cli.py does not clash with the others)."""
