@@ -15,7 +15,7 @@ TEST_STAMP := $(VENV)/.akg-test
 # Every sub-command of the demo runs on the CPU interpreter, whatever the machine has.
 DEMO_EVAL := --suite core --split test --backend interpreter --turns 1 --samples 1
 
-.PHONY: venv venv-test demo test lint browser clean
+.PHONY: venv venv-test demo test test-fast lint browser clean
 
 ## The package and what it needs to run (no extras): all `make demo` installs.
 venv: $(BASE_STAMP)
@@ -65,6 +65,11 @@ browser:
 test: venv-test browser
 	$(VENV)/bin/ruff check ascend_kernel_gym tests bench examples
 	$(PY) -m pytest -q
+
+## The fast lane: every test not marked slow (the end-to-end kernel corpora, learning runs, README run-through).
+test-fast: venv-test
+	$(VENV)/bin/ruff check ascend_kernel_gym tests bench examples
+	$(PY) -m pytest -q -m "not slow"
 
 lint: venv-test
 	$(VENV)/bin/ruff check ascend_kernel_gym tests bench examples
