@@ -4,7 +4,9 @@
 process (``python -m ascend_kernel_gym.ascend.cost_process``, :func:`child_main`) with
 ``TRITON_INTERPRET=1``, so they work from CUDA / NPU processes, and return the estimate dicts.
 :func:`estimate_in_process` re-executes a candidate's source under the interpreter in this process
-(evaluator children on CUDA / NPU). All of them run the candidate unsandboxed: trusted code only.
+(evaluator children on CUDA / NPU). All of them run the candidate unsandboxed: trusted code only;
+the interpreter's memory check (:mod:`ascend_kernel_gym.backends.interpreter_memcheck`) is installed
+before a candidate's source runs, so its kernels touch only the tensors of their own launches.
 """
 
 from __future__ import annotations
@@ -227,6 +229,7 @@ def estimate_in_process(
     import torch
 
     from ascend_kernel_gym.ascend.capture import exec_candidate
+    from ascend_kernel_gym.backends import interpreter_memcheck
     from ascend_kernel_gym.tasks.runtime import exec_source
 
     def to_cpu(value: Any) -> Any:
@@ -234,6 +237,9 @@ def estimate_in_process(
 
     cpu_inputs = [to_cpu(x) for x in inputs]
     cpu_init = [to_cpu(x) for x in init_inputs]
+    # Before the candidate's source runs: its interpreted kernels touch only their launches' tensors.
+    if not interpreter_memcheck.install():
+        raise RuntimeError("the interpreter's memory check could not be installed")
     previous = os.environ.get("TRITON_INTERPRET")
     os.environ["TRITON_INTERPRET"] = "1"
     try:

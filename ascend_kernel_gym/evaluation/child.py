@@ -20,10 +20,11 @@ import time
 import traceback
 from typing import NoReturn
 
+from ascend_kernel_gym.backends import interpreter_memcheck
 from ascend_kernel_gym.evaluation.ascend_stage import run_ascend_hooks
 from ascend_kernel_gym.evaluation.compile_stage import run_compile
 from ascend_kernel_gym.evaluation.correctness import run_correctness
-from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.errors import StageError, recorded_out_of_bounds
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.process import ChildSetup, Prepared, device_name, limit_memory, prepare
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
@@ -86,10 +87,12 @@ def child_main(job: Job, result_fd: int, token: str, prepared: Prepared | None =
         warnings=list(job.static_warnings),
     )
     state = ChildState(job=job, result=result, writer=writer, sandbox=job.sandbox, link=prepared and prepared.link)
+    interpreter_memcheck.reset()  # what the zygote's warm-up launched is not this evaluation's
     try:
         _evaluate(state, prepared)
     except StageError as failure:
-        apply_failure(state, failure)
+        # An out-of-bounds attempt the candidate caught outranks what failed after it.
+        apply_failure(state, recorded_out_of_bounds(failure) or failure)
     except BaseException as exc:  # noqa: BLE001 - a harness bug must still produce a result
         result.error_type = ErrorType.HARNESS_ERROR
         result.error_message = (
@@ -120,10 +123,12 @@ def _evaluate(state: ChildState, prepared: Prepared | None) -> None:
     limit_memory(job)
     result.device = device_name(job.backend)
     compiled = run_compile(state, device, mark)
+    _check_memory_record()
     stage_args = (state, compiled.task_module, compiled.reference, compiled.candidate, device, compiled.rng)
     run_correctness(*stage_args)
     gc.enable()
     check_snapshot(compiled.snapshot)
+    _check_memory_record()
 
     # Timed on their own: the Ascend checks and the cost model are not the candidate's cost.
     state.stage(state.result.stage)
@@ -131,9 +136,19 @@ def _evaluate(state: ChildState, prepared: Prepared | None) -> None:
     state.result.stage_durations["ascend_hooks"] = round(time.perf_counter() - state.t_stage, 4)
     state.t_stage = time.perf_counter()
     check_snapshot(compiled.snapshot)
+    _check_memory_record()
 
     if job.measure_performance and (job.backend in ("cuda", "npu") or job.cpu_timing):
         state.stage(Stage.PERFORMANCE)
         run_timing(*stage_args)
         check_snapshot(compiled.snapshot)
+        _check_memory_record()
     state.stage(Stage.DONE)
+
+
+def _check_memory_record() -> None:
+    """End the evaluation if the interpreter's memory check recorded an out-of-bounds attempt that
+    the candidate's code caught (an uncaught one has already ended it)."""
+    failure = recorded_out_of_bounds()
+    if failure is not None:
+        raise failure

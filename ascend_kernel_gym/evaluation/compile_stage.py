@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 import torch
 
 from ascend_kernel_gym.evaluation.compare import outputs_close
-from ascend_kernel_gym.evaluation.errors import StageError, classify_exception, describe_exception
+from ascend_kernel_gym.evaluation.errors import StageError, candidate_failure
 from ascend_kernel_gym.evaluation.guard import SandboxGuard
 from ascend_kernel_gym.evaluation.inputs import clone_inputs, device_redirect, make_inputs
 from ascend_kernel_gym.evaluation.livecheck import check_live_paths
@@ -153,9 +153,7 @@ def run_compile(state: ChildState, device: torch.device, mark: PartTimer) -> Com
         if isinstance(candidate, torch.nn.Module):
             candidate = torch.nn.Module.to(candidate, device)
     except BaseException as exc:  # noqa: BLE001 - candidate code
-        raise StageError(
-            classify_exception(exc), "ModelNew(...) failed: " + describe_exception(exc, candidate_file)
-        ) from None
+        raise candidate_failure(exc, "ModelNew(...) failed: ", candidate_file) from None
     if not callable(candidate):
         raise StageError(ErrorType.RUNTIME_ERROR, "ModelNew instances are not callable (subclass nn.Module)")
     _copy_parameters(reference, candidate)
@@ -205,10 +203,10 @@ def _import_candidate(code: str, filename: str) -> types.ModuleType:
         compiled = compile(code, filename, "exec")
         exec(compiled, module.__dict__)
     except BaseException as exc:  # noqa: BLE001 - candidate code
-        kind = classify_exception(exc)
-        if kind == ErrorType.RUNTIME_ERROR:
-            kind = ErrorType.COMPILE_ERROR  # the module does not load
-        raise StageError(kind, "importing your code failed: " + describe_exception(exc, filename)) from None
+        failure = candidate_failure(exc, "importing your code failed: ", filename)
+        if failure.error_type == ErrorType.RUNTIME_ERROR:
+            failure.error_type = ErrorType.COMPILE_ERROR  # the module does not load
+        raise failure from None
     return module
 
 

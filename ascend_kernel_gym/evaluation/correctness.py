@@ -37,8 +37,8 @@ from ascend_kernel_gym.evaluation.compare import (
 from ascend_kernel_gym.evaluation.errors import (
     REFERENCE_BROKE_DEVICE,
     StageError,
+    candidate_failure,
     classify_exception,
-    describe_exception,
 )
 from ascend_kernel_gym.evaluation.input_copies import copied_input_piece
 from ascend_kernel_gym.evaluation.inputs import clone_inputs, make_inputs, trial_distribution
@@ -113,9 +113,8 @@ def _recorded_call(
     except StageError:
         raise
     except BaseException as exc:  # noqa: BLE001 - candidate code
-        kind = classify_exception(exc)
         prefix = "the first call of ModelNew.forward failed: " if first else "ModelNew.forward failed: "
-        raise StageError(kind, prefix + describe_exception(exc, state.candidate_file)) from None
+        raise candidate_failure(exc, prefix, state.candidate_file) from None
     if state.snapshot is not None:
         check_snapshot(state.snapshot)
     if stats.launches == 0:
@@ -396,7 +395,7 @@ def _mutation_note(changed: list[int]) -> str:
 def _with_note(failure: StageError, note: str) -> StageError:
     if not note:
         return failure
-    return StageError(failure.error_type, failure.message + note, **failure.metrics)
+    return StageError(failure.error_type, failure.message + note, hack=failure.hack, **failure.metrics)
 
 
 def reference_slack(state: ChildState, reference: Any, inputs: list[Any], out_r: Any) -> list[Any] | None:

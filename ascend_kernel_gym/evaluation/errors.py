@@ -1,6 +1,8 @@
 """Errors of the evaluation stages and how candidate exceptions are described (no torch, no triton).
 
 Used by the evaluator child; importable anywhere (tests, tools) without importing torch or triton.
+The interpreter's memory check (:mod:`ascend_kernel_gym.backends.interpreter_memcheck`) is read
+only where a child has loaded it: no exception of it can exist elsewhere.
 """
 
 from __future__ import annotations
@@ -8,10 +10,16 @@ from __future__ import annotations
 import linecache
 import os
 import re
+import sys
 import traceback
 from typing import Any
 
-from ascend_kernel_gym.evaluation.result import ErrorType
+from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType
+
+#: the memory check's module name (looked up in ``sys.modules``, never imported from here)
+MEMCHECK_MODULE = "ascend_kernel_gym.backends.interpreter_memcheck"
+#: added to an out-of-bounds failure that the candidate's code caught instead of letting it end the call
+CAUGHT_NOTE = " (your code caught the error)"
 
 #: how a child's ``harness_error`` starts when the task's reference broke the device on inputs of
 #: a varied distribution; the evaluator then runs the job again with the task's own inputs only
@@ -19,12 +27,17 @@ REFERENCE_BROKE_DEVICE = "the task's reference broke the device on varied inputs
 
 
 class StageError(Exception):
-    """Ends the evaluation with ``error_type`` (raised by the harness, never by candidates)."""
+    """Ends the evaluation with ``error_type`` (raised by the harness, never by candidates).
 
-    def __init__(self, error_type: ErrorType, message: str, **metrics: Any) -> None:
+    ``hack``: the failure is an attempt to game the harness although its type is not one of
+    ``HACK_ERROR_TYPES`` (an out-of-bounds write); ``metrics`` are set on the result.
+    """
+
+    def __init__(self, error_type: ErrorType, message: str, *, hack: bool = False, **metrics: Any) -> None:
         super().__init__(message)
         self.error_type = error_type
         self.message = message
+        self.hack = hack
         self.metrics = metrics
 
 
@@ -72,8 +85,56 @@ def _in_source_analysis(err: BaseException) -> bool:
     )
 
 
+def find_out_of_bounds(exc: BaseException | None) -> Any:
+    """The memory check's ``OutOfBoundsAccess`` in ``exc``'s cause / context chain, or ``None``."""
+    memcheck = sys.modules.get(MEMCHECK_MODULE)
+    return None if memcheck is None else memcheck.find_out_of_bounds(exc)
+
+
+def out_of_bounds_error(violation: Any, prefix: str = "", where: list[str] | None = None, note: str = "") -> StageError:
+    """The failure for one out-of-bounds access: a hack when it wrote (or was an atomic)."""
+    lines = [prefix + violation.describe() + note, *(where or [])]
+    return StageError(ErrorType.OUT_OF_BOUNDS, "\n".join(lines), hack=bool(violation.writes))
+
+
+def candidate_failure(exc: BaseException, prefix: str, candidate_file: str) -> StageError:
+    """The failure for an exception that candidate code raised: ``prefix`` + what went wrong + where.
+
+    An out-of-bounds access of an interpreted kernel (anywhere in the exception's chain) becomes
+    ``out_of_bounds`` with the kernel, the argument and the offset; anything else is classified
+    by :func:`classify_exception`.
+    """
+    violation = find_out_of_bounds(exc)
+    if violation is not None:
+        return out_of_bounds_error(violation, prefix, code_lines(exc, candidate_file))
+    return StageError(classify_exception(exc), prefix + describe_exception(exc, candidate_file))
+
+
+def recorded_out_of_bounds(failure: StageError | None = None) -> StageError | None:
+    """The failure the memory check's record calls for, where it differs from ``failure``.
+
+    Every out-of-bounds attempt is recorded, also one that the candidate caught (a ``with`` block
+    whose ``__exit__`` swallows it) and then went on as if nothing happened: after a stage that
+    passed (``failure`` None), or one that failed for another reason, a recorded attempt ends the
+    evaluation as ``out_of_bounds`` (the first write preferred). A failure that is already a
+    hack, or an out-of-bounds failure with no recorded write besides it, stays as it is.
+    """
+    memcheck = sys.modules.get(MEMCHECK_MODULE)
+    violations = memcheck.state().violations if memcheck is not None else ()
+    if not violations:
+        return None
+    if failure is not None and (failure.hack or failure.error_type in HACK_ERROR_TYPES):
+        return None
+    first = next((v for v in violations if v.writes), violations[0])
+    if failure is not None and failure.error_type == ErrorType.OUT_OF_BOUNDS and not first.writes:
+        return None
+    return out_of_bounds_error(first, note=CAUGHT_NOTE)
+
+
 def classify_exception(exc: BaseException) -> ErrorType:
     """Map an exception raised by candidate code to an error type."""
+    if find_out_of_bounds(exc) is not None:
+        return ErrorType.OUT_OF_BOUNDS
     chain = _chain(exc)
     for err in chain:
         name = type(err).__name__
@@ -109,6 +170,13 @@ def describe_exception(exc: BaseException, candidate_file: str) -> str:
     lines = text.splitlines()
     if len(lines) > 30:
         lines = [*lines[:30], f"[... {len(lines) - 30} more lines ...]"]
+    return "\n".join([*lines, *code_lines(exc, candidate_file)])
+
+
+def code_lines(exc: BaseException, candidate_file: str) -> list[str]:
+    """Where in the candidate's own file ``exc`` (or its chain) passed: ``your code line N (in f): ...``
+    lines, the innermost four."""
+    chain = _chain(exc)
     where: list[str] = []
     for err in chain:
         for frame in traceback.extract_tb(err.__traceback__):
@@ -121,10 +189,7 @@ def describe_exception(exc: BaseException, candidate_file: str) -> str:
         if located:
             where.append(located)
             break
-    out = "\n".join(lines)
-    if where:
-        out += "\n" + "\n".join(where[-4:])
-    return out
+    return where[-4:]
 
 
 def compile_error_line(err: BaseException, candidate_file: str) -> str | None:

@@ -37,6 +37,12 @@ _HINTS: dict[ErrorType, str] = {
     ),
     ErrorType.OOM: "Use far less memory: allocate only the output and small scratch buffers.",
     ErrorType.SANDBOX_VIOLATION: "Kernels may not use files, the network, processes or threads, or patch libraries.",
+    ErrorType.OUT_OF_BOUNDS: (
+        "A kernel may touch only the memory of the tensors passed to its launch (the message names the kernel, the "
+        "argument and the byte offset). Mask the tail of every tl.load / tl.store (`mask=offs < n`), check strides, "
+        "offsets and the grid, and pass every buffer the kernel uses as a tensor argument. Writing outside counts as "
+        "a hack."
+    ),
     ErrorType.WRONG_OUTPUT_TYPE: "Return a plain torch.Tensor (or the same tuple structure as the reference).",
     ErrorType.SHAPE_MISMATCH: "Return an output with exactly the reference's shape.",
     ErrorType.DTYPE_MISMATCH: "Return an output with exactly the reference's dtype.",
@@ -68,6 +74,7 @@ _TITLES: dict[ErrorType, str] = {
     ErrorType.CRASH: "Crash",
     ErrorType.OOM: "Out of memory",
     ErrorType.SANDBOX_VIOLATION: "Sandbox violation (counted as a hack)",
+    ErrorType.OUT_OF_BOUNDS: "Out-of-bounds memory access",
     ErrorType.WRONG_OUTPUT_TYPE: "Wrong output type",
     ErrorType.SHAPE_MISMATCH: "Shape mismatch",
     ErrorType.DTYPE_MISMATCH: "Dtype mismatch",
@@ -159,9 +166,12 @@ def render_feedback(result: EvalResult, *, max_chars: int = MAX_FEEDBACK_CHARS) 
     else:
         kind = result.error_type
         title = _TITLES.get(kind, kind.value)
+        if result.hack and "hack" not in title:  # an out-of-bounds write
+            title += " (counted as a hack)"
         message = _first_lines(result.error_message, 14 if kind == ErrorType.COMPILE_ERROR else 10)
         parts.append(f"{title}:" + (f"\n{message}" if message else ""))
-        if kind in (ErrorType.RUNTIME_ERROR, ErrorType.CRASH, ErrorType.COMPILE_ERROR) and result.output_tail.strip():
+        printing = (ErrorType.RUNTIME_ERROR, ErrorType.CRASH, ErrorType.COMPILE_ERROR, ErrorType.OUT_OF_BOUNDS)
+        if kind in printing and result.output_tail.strip():
             parts.append("Your program printed (last lines):\n" + _first_lines(result.output_tail[-1500:], 8))
         hint = _HINTS.get(kind)
         if hint:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ascend_kernel_gym.backends import interpreter_memcheck
 from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.result import ErrorType
@@ -139,6 +140,8 @@ def prepare(setup: ChildSetup) -> Prepared:
         after_setup = time.perf_counter()
         prepared.durations["setup"] = round(after_setup - started, 4)
         prepared.device = init_device(setup.backend)
+        if setup.backend == "interpreter" and not interpreter_memcheck.install():  # fails closed
+            raise RuntimeError("the interpreter's memory check could not be installed in the child")
         if setup.backend != "interpreter" and setup.warm_cache:
             _warm_launch_path(prepared.device)
         prepared.durations["device_init"] = round(time.perf_counter() - after_setup, 4)

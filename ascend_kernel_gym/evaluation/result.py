@@ -44,6 +44,9 @@ class ErrorType(str, Enum):
     CRASH = "crash"
     OOM = "oom"
     SANDBOX_VIOLATION = "sandbox_violation"
+    #: a kernel touched memory outside its launch's tensors (the interpreter's memory check); a
+    #: hack when it wrote (``EvalResult.hack``), a plain failure when it only read
+    OUT_OF_BOUNDS = "out_of_bounds"
     # correctness
     WRONG_OUTPUT_TYPE = "wrong_output_type"
     SHAPE_MISMATCH = "shape_mismatch"
@@ -64,7 +67,8 @@ class ErrorType(str, Enum):
     HARNESS_ERROR = "harness_error"
 
 
-#: Error types that mean the candidate tried to game the harness.
+#: Error types that mean the candidate tried to game the harness. ``out_of_bounds`` is not one of
+#: them: an out-of-bounds write makes its result a hack, an out-of-bounds read does not.
 HACK_ERROR_TYPES = frozenset(
     {
         ErrorType.NO_KERNEL_LAUNCHED,

@@ -160,6 +160,9 @@ FORBIDDEN_PATHS: dict[str, str] = {
     "torch_npu.npu.make_graphed_callables": "NPU graph capture is not allowed",
     "torch.utils": "torch.utils (native extensions, data loaders, dlpack, dispatch modes) is not allowed",
     "torch.from_numpy": "NumPy interop is not allowed",
+    "torch.frombuffer": "tensors over raw Python buffers are not allowed",
+    "torch.asarray": "torch.asarray shares raw Python buffers; allocate with torch.empty / torch.empty_like",
+    "torch.from_dlpack": "DLPack interop is not allowed",
     "torch.library": "registering custom operators is not allowed",
     "torch.ops": "calling operators through torch.ops is not allowed",
     "torch.hub": "downloading models is not allowed",
@@ -286,6 +289,26 @@ FORBIDDEN_BUILTINS: dict[str, str] = {
 #: ``getattr`` / ``setattr`` / ``hasattr`` are allowed only as direct calls with a literal
 #: attribute name; passing them around as values (``functools.reduce(getattr, ...)``) is refused.
 ATTR_BUILTINS: frozenset[str] = frozenset({"getattr", "setattr", "hasattr"})
+
+#: Global names under which Triton's interpreter (``triton.runtime.interpreter``) copies its own
+#: globals into the module of every kernel it rewrites, where a name the module does not bind
+#: reaches them: its native module, builder, semantic, NumPy. A candidate may not use them as
+#: global names at all (a binding that never runs would leave the injected value); the harmless
+#: ones it shares with ordinary code (``math``, ``triton``, ``tl``, ``dataclass``, ``partial``,
+#: ``TensorDescriptor``, the ``typing`` names) are not listed.
+INTERPRETER_GLOBAL_NAMES: frozenset[str] = frozenset(
+    (
+        "ASTTransformer BlockPointerHandle ExtraFunctions FunctionRewriter GridExecutor InterpretedFunction "
+        "InterpreterBuilder InterpreterError InterpreterOptions KernelInterface ReduceOps "
+        "ReduceScanOpInterface ScanOps TensorDescHandle TensorHandle TritonSemantic ast inspect "
+        "interpreter_builder interpreter_semantic np np_erf_fp32 np_erf_fp64 np_umulhi_u64 textwrap time "
+        "_InterpreterComparison _LangPatchScope _MISSING _convert_float _dot_scaled_scale_to_f32 _e2m1_to_f32 "
+        "_erf _get_np_dtype _get_signed_np_dtype _implicit_cvt _interpreter _ir _mxfp_value_handle_to_float32 "
+        "_patch_attr _patch_builtin _patch_lang _patch_lang_core _patch_lang_tensor _patch_reduce_scan "
+        "_prepare_dot_scaled_operand _rewrap_tensor _round_f32_to_tf32 _tuple_create _umulhi_64 _unpack_e2m1 "
+        "_unwrap_tensor _validate_np_data_size"
+    ).split()
+)
 
 #: Dunder *names* (not attributes) a candidate may use; ``__builtins__`` and the rest are refused.
 SAFE_DUNDER_NAMES: frozenset[str] = frozenset(

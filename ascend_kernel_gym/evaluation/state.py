@@ -123,7 +123,8 @@ def _read_output(sandbox: str, cap: int) -> str:
 
 
 def apply_failure(state: ChildState, failure: StageError) -> None:
-    """Record ``failure`` in the result (a hack type also marks the result as a hack)."""
+    """Record ``failure`` in the result (a hack type, or a failure marked ``hack``, also marks the
+    result as a hack)."""
     result = state.result
     result.error_type = failure.error_type
     result.error_message = failure.message
@@ -131,6 +132,6 @@ def apply_failure(state: ChildState, failure: StageError) -> None:
     for key, value in failure.metrics.items():
         if hasattr(result, key):
             setattr(result, key, value)
-    if failure.error_type in HACK_ERROR_TYPES:
+    if failure.error_type in HACK_ERROR_TYPES or failure.hack:
         result.hack = True
         result.hack_reasons.append(f"{failure.error_type.value}: {failure.message.splitlines()[0][:200]}")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ascend_kernel_gym.evaluation import sandbox_rules as rules
 from ascend_kernel_gym.evaluation.result import ErrorType
+from ascend_kernel_gym.evaluation.static_names import is_main_guard, name_problems
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 #: CPython 3.11's ast.parse is not thread-safe (concurrent calls can fail with "AST constructor
@@ -103,7 +104,9 @@ class _Checker(ast.NodeVisitor):
 
     # --- helpers ---------------------------------------------------------------------------
     def fail(self, node: ast.AST | None, message: str, kind: ErrorType = ErrorType.FORBIDDEN) -> None:
-        line = getattr(node, "lineno", None)
+        self.fail_line(getattr(node, "lineno", None), message, kind)
+
+    def fail_line(self, line: int | None, message: str, kind: ErrorType = ErrorType.FORBIDDEN) -> None:
         key = (line, message)
         if key in self._seen:
             return
@@ -281,7 +284,7 @@ class _Checker(ast.NodeVisitor):
                 self.check_path(node, f"{module}.{alias.name}")
 
     def visit_If(self, node: ast.If) -> None:
-        if _is_main_guard(node.test):
+        if is_main_guard(node.test):
             # Never runs: the candidate's module is not ``__main__`` (and ``__name__`` cannot be
             # assigned). Self-tests there may use what the evaluation refuses.
             for stmt in node.orelse:
@@ -597,16 +600,6 @@ class _Checker(ast.NodeVisitor):
             )
 
 
-def _is_main_guard(test: ast.expr) -> bool:
-    """``__name__ == "__main__"`` (either order)."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
-        return False
-    sides = [test.left, test.comparators[0]]
-    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
-    consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
-    return len(names) == 1 and len(consts) == 1
-
-
 def _is_private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
@@ -655,6 +648,8 @@ def check_source(code: str) -> StaticReport:
         checker.collect_aliases()
         for stmt in tree.body:
             checker.visit(stmt)
+        for problem in name_problems(tree):
+            checker.fail_line(problem.line, problem.message)
         checker.finish()
     except RecursionError:
         checker.fail(None, "the code is nested too deeply to check")

@@ -62,7 +62,7 @@ import torch
 from ascend_kernel_gym.evaluation import placement
 from ascend_kernel_gym.evaluation.compare import outputs_close
 from ascend_kernel_gym.evaluation.correctness import call_candidate, reference_slack, run_reference
-from ascend_kernel_gym.evaluation.errors import StageError, classify_exception, describe_exception
+from ascend_kernel_gym.evaluation.errors import StageError, candidate_failure
 from ascend_kernel_gym.evaluation.inputs import clone_inputs, make_inputs
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.outputs import OutputCheckError, detach_copy, plain_output
@@ -495,9 +495,7 @@ def run_timing(
     except StageError:
         raise
     except BaseException as exc:  # noqa: BLE001
-        raise StageError(
-            classify_exception(exc), "timing failed: " + describe_exception(exc, state.candidate_file)
-        ) from None
+        raise candidate_failure(exc, "timing failed: ", state.candidate_file) from None
     finally:
         if local_memory is not None:
             local_memory.restore()

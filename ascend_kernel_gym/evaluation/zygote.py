@@ -187,6 +187,12 @@ class Zygote:
             from ascend_kernel_gym.evaluation import warmup
 
             interpreter_compat.install()  # NumPy >= 2.4 with triton <= 3.6
+            # Every interpreted load / store / atomic checked against its launch's tensors; a
+            # zygote without the check serves no job (the pool reports the failed start).
+            from ascend_kernel_gym.backends import interpreter_memcheck
+
+            if not interpreter_memcheck.install():
+                raise RuntimeError("the interpreter's memory check could not be installed")
             warmup.run_interpreter_warmup()
         else:
             self._warm_device()

@@ -78,7 +78,7 @@ def outcome_of(result: EvalResult | None) -> str:
     if not result.compiled or result.stage.value == "compile":
         return "error"
     error = result.error_type.value
-    if error in ("runtime_error", "timeout", "crash", "oom", "harness_error", "sandbox_violation"):
+    if error in ("runtime_error", "timeout", "crash", "oom", "harness_error", "sandbox_violation", "out_of_bounds"):
         return "error"
     return "incorrect"
 

@@ -60,6 +60,17 @@ def test_hack_with_fast_speedup_scores_like_incorrect_or_lower_everywhere() -> N
         assert preset.fn(hack) <= preset.fn(incorrect), preset.name
 
 
+def test_out_of_bounds_write_scores_as_a_hack_and_a_read_as_a_failure() -> None:
+    """``out_of_bounds`` is not a hack type: the result's own ``hack`` flag (set for a write) decides."""
+    flags = dict(task_id="t", backend="interpreter", profile="small", code_hash="h", format_ok=True, static_ok=True)
+    wrote = EvalResult(**flags, stage=Stage.COMPILE, error_type=ErrorType.OUT_OF_BOUNDS, hack=True)
+    read = EvalResult(**flags, stage=Stage.COMPILE, error_type=ErrorType.OUT_OF_BOUNDS)
+    assert default_score(wrote) == -1.0 and default_score(read) == -0.4  # the first call failed: compile tier
+    for preset in PRESETS.values():  # scored like any other hack, and like any other failed first call
+        assert preset.fn(wrote) == preset.fn(make("hack")), preset.name
+        assert preset.fn(read) == preset.fn(make("compile")), preset.name
+
+
 def test_kevin() -> None:
     assert kevin_score(make("correct", 2.0)) == pytest.approx(2.3)
     assert kevin_score(make("correct", None)) == pytest.approx(1.3)

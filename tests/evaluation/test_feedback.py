@@ -93,3 +93,17 @@ def test_ascend_notes_are_grouped_per_rule() -> None:
     text = render_feedback(_result(correct=True, warnings=warnings))
     assert text.count("last_dim_alignment") == 1 and "(and 3 more like it)" in text
     assert "int64_index" in text and "torch.relu" in text
+
+
+def test_out_of_bounds_feedback_says_whether_it_was_a_hack() -> None:
+    message = "kernel 'k': out-of-bounds read (4 addresses outside the tensor arguments' memory)\nyour code line 9"
+    read = render_feedback(_result(error_type=ErrorType.OUT_OF_BOUNDS, error_message=message, output_tail="dbg\n"))
+    assert read.startswith("Out-of-bounds memory access:\nkernel 'k'") and "your code line 9" in read
+    assert "Mask the tail" in read and "Your program printed" in read
+    wrote = render_feedback(
+        _result(error_type=ErrorType.OUT_OF_BOUNDS, hack=True, error_message=message.replace("read", "write"))
+    )
+    assert wrote.startswith("Out-of-bounds memory access (counted as a hack):")
+    # titles of the hack types already say so, once
+    fallback = render_feedback(_result(error_type=ErrorType.TORCH_FALLBACK, hack=True, error_message="aten.relu"))
+    assert fallback.count("counted as a hack") == 1

@@ -10,6 +10,8 @@ Each file says what must happen in its header::
     # canary: /tmp/akg_redteam_pwned_x          (a file the candidate tries to create outside its sandbox)
     # max_output_tail: 17000                    (bound on the kept output)
     # no_paths_in_output: yes                   (what it printed comes back without harness paths)
+    # hack: yes|no                              (whether the result must be a hack: out_of_bounds is one
+    #                                             when it wrote, and not when it only read)
 
 A cheat must never come back ``correct``; a legitimate candidate (``expected: none``) must
 pass; and the calling process must come out unharmed. Cases the evaluator still gets wrong are
@@ -37,7 +39,7 @@ pytestmark = pytest.mark.slow
 REDTEAM = Path(__file__).parent / "redteam"
 DATA = Path(__file__).parent.parent / "data"
 CANARY_GLOB = "/tmp/akg_redteam_pwned*"
-HEADER_RE = re.compile(r"#\s*(expected|task|timeout|canary|max_output_tail|no_paths_in_output):\s*(.+)")
+HEADER_RE = re.compile(r"#\s*(expected|task|timeout|canary|max_output_tail|no_paths_in_output|hack):\s*(.+)")
 
 #: Cases the evaluator gets wrong today, keyed by file stem; the reason names the finding.
 KNOWN_FAILURES: dict[str, str] = {}
@@ -81,6 +83,7 @@ def test_redteam_files_are_labelled() -> None:
         for kind in meta["expected"].split("|"):
             ErrorType(kind)  # a typo in a header fails here
         assert "canary" not in meta or meta["canary"].startswith("/tmp/akg_redteam_pwned")
+        assert meta.get("hack", "no") in ("yes", "no"), f"{path.name}: '# hack:' is yes or no"
     assert set(KNOWN_FAILURES) <= {p.stem for p in CASES}, "a KNOWN_FAILURES key names no file"
 
 
@@ -123,7 +126,9 @@ def test_redteam_case(path: Path, redteam_results) -> None:
     else:
         assert not result.correct and not result.ok, f"{path.name} is a cheat or broken, yet came back correct"
         assert result.error_message, "every failure carries a message"
-    assert result.hack == (result.error_type in HACK_ERROR_TYPES)
+    assert result.hack == _expected_hack(result)
+    if "hack" in meta:
+        assert result.hack == (meta["hack"] == "yes"), f"{path.name}: hack={result.hack}: {result.error_message[:300]}"
     if "canary" in meta:
         assert not harm["canaries"][meta["canary"]], f"{path.name} wrote {meta['canary']} outside its sandbox"
     if "max_output_tail" in meta:
@@ -136,6 +141,44 @@ def test_redteam_case(path: Path, redteam_results) -> None:
     assert text and "/tmp/akg-" not in text and "site-packages" not in text
     for line in [*result.warnings, *result.hack_reasons]:  # what the JSON result carries
         assert "akg-sandbox" not in line and "akg-pool" not in line and "/tmp/" not in line, line
+
+
+def _expected_hack(result) -> bool:
+    """A hack type, or an out-of-bounds write or atomic (a read outside is a plain failure)."""
+    if result.error_type == ErrorType.OUT_OF_BOUNDS:
+        first = result.error_message.splitlines()[0] if result.error_message else ""
+        return "out-of-bounds write" in first or "out-of-bounds atomic" in first
+    return result.error_type in HACK_ERROR_TYPES
+
+
+def test_out_of_bounds_feedback_names_kernel_argument_offset(redteam_results) -> None:
+    """The memory check's verdict says which kernel, which argument, how far off, and where in the code."""
+    results, _ = redteam_results
+    result = results["oob_unmasked_tail_read.py"]
+    assert result.error_type == ErrorType.OUT_OF_BOUNDS and not result.hack and not result.compiled
+    message = result.error_message
+    assert "kernel 'relu_nomask': out-of-bounds read (" in message
+    # the first bad address is the byte right after the input's storage (the unmasked tail)
+    match = re.search(r"byte offset (\d+) from argument 'x_ptr'; its storage spans bytes \[0, (\d+)\)", message)
+    assert match and match.group(1) == match.group(2), message
+    source = (REDTEAM / "oob_unmasked_tail_read.py").read_text().splitlines()
+    line = source.index("    x = tl.load(x_ptr + offs)") + 1
+    assert f"your code line {line} (in relu_nomask): x = tl.load(x_ptr + offs)" in message
+    text = render_feedback(result)
+    assert text.startswith("Out-of-bounds memory access:") and "hack" not in text.splitlines()[0]
+    assert "Mask the tail" in text
+    written = results["oob_store_huge_offset.py"]
+    assert written.hack and written.hack_reasons and written.hack_reasons[0].startswith("out_of_bounds: ")
+    assert render_feedback(written).startswith("Out-of-bounds memory access (counted as a hack):")
+
+
+def test_caught_out_of_bounds_is_still_reported(redteam_results) -> None:
+    """An attempt the candidate swallowed (and then computed the right output) is still a hack."""
+    results, _ = redteam_results
+    result = results["oob_caught_then_honest_kernel.py"]
+    assert result.error_type == ErrorType.OUT_OF_BOUNDS and result.hack and not result.correct
+    assert "kernel 'probe': out-of-bounds write" in result.error_message
+    assert result.error_message.endswith("(your code caught the error)")
 
 
 def test_forged_stdout_is_not_the_result(redteam_results) -> None:

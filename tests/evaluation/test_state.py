@@ -44,3 +44,24 @@ def test_child_result_scrubs_warnings_and_hack_reasons(tmp_path) -> None:
     assert not any("akg-" in t or str(tmp_path) in t for t in texts), texts
     assert sent.warnings == ["cost model could not run: ValueError: at kernel.py", "plain note"]
     assert sent.hack_reasons == ["input_mutated: at kernel.py"]
+
+
+@pytest.mark.parametrize("hack", [True, False])
+def test_a_failure_marked_hack_makes_the_result_a_hack(hack: bool) -> None:
+    """out_of_bounds is not a hack type: a write outside makes its result a hack, a read does not."""
+    from ascend_kernel_gym.evaluation.errors import StageError
+    from ascend_kernel_gym.evaluation.state import apply_failure
+
+    task = get_task("core/L1/relu")
+    result = EvalResult(task_id=task.id, backend="interpreter", profile="small", code_hash="x", correct=True)
+    state = ChildState(
+        job=Job(task=task, code="", code_hash="x", backend="interpreter", profile="small", sandbox=""),
+        result=result,
+        writer=None,  # type: ignore[arg-type]
+    )
+    apply_failure(
+        state, StageError(ErrorType.OUT_OF_BOUNDS, "kernel 'k': out-of-bounds write\nyour code line 3", hack=hack)
+    )
+    assert result.error_type == ErrorType.OUT_OF_BOUNDS and not result.correct
+    assert result.hack is hack
+    assert result.hack_reasons == (["out_of_bounds: kernel 'k': out-of-bounds write"] if hack else [])

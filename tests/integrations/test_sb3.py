@@ -186,6 +186,8 @@ def test_outcome_classes():
     assert outcome_of(result(format_ok=True, static_ok=True, error_type=ErrorType.COMPILE_ERROR)) == "error"
     mismatch = result(format_ok=True, static_ok=True, compiled=True, error_type=ErrorType.VALUE_MISMATCH)
     assert outcome_of(mismatch) == "incorrect"
+    oob_read = result(format_ok=True, static_ok=True, compiled=True, error_type=ErrorType.OUT_OF_BOUNDS)
+    assert outcome_of(oob_read) == "error"  # a read outside the tensors: an error, not a plain wrong answer
     assert set(OUTCOMES) >= {"none", "ok", "incorrect", "error", "invalid", "hack"}
 
 

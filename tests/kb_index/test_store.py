@@ -83,6 +83,10 @@ def test_every_topic_of_the_facts_file_is_covered(entries) -> None:
         ('ValueError("arange\'s range must be a power of 2")', "arange-rules-ascend"),
         ("TypeError(\"'dtype' object is not callable\")", "scalar-cast-and-constexpr"),
         ("Segmentation fault (core dumped)", "eval-crash-out-of-bounds"),
+        (
+            "kernel 'add_kernel': out-of-bounds read (3 addresses outside the tensor arguments' memory)",
+            "eval-out-of-bounds",
+        ),
     ],
 )
 def test_real_error_strings_fire_their_triggers(error_text: str, entry_id: str) -> None:

@@ -1,6 +1,9 @@
 # ruff: noqa
-# expected: crash
-# An out-of-bounds pointer in the kernel: the interpreter dereferences it and the process dies.
+# expected: out_of_bounds
+# expected_on_cuda: crash
+# An out-of-bounds pointer in the kernel: the interpreter's memory check refuses the read before it
+# happens (a plain failure: it only reads); without the check the process died. On a GPU the device
+# reports an illegal address: a crash.
 import torch
 import torch.nn as nn
 import triton

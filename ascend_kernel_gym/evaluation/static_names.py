@@ -1,0 +1,330 @@
+"""Static stage, names: which global names the candidate's code reads, and whether it may.
+
+Python looks a name up in the function's own scope, then in the enclosing functions' scopes
+(class bodies skipped), then in the module's globals, then in the builtins. A global that the
+module never binds is not necessarily undefined when the code runs: Triton's interpreter copies
+its own globals (NumPy as ``np``, its native module, ``interpreter_builder``,
+``interpreter_semantic``, ...) into the module of every kernel it rewrites, so a kernel body
+or host code reading such a name reaches interpreter internals. :func:`name_problems` reports
+
+* every read of a name that resolves to the module's globals but that the module neither binds
+  (assignment, import, ``def``, ``class``, ``for`` / ``with`` / ``except`` target, a ``global``
+  declaration assigned in a function) nor gets from the builtins; ``del`` binds nothing;
+* every global use (read, assignment, ``del``, ``global`` declaration) of a name the interpreter
+  injects (``sandbox_rules.INTERPRETER_GLOBAL_NAMES``): a binding that never runs (``if False:``)
+  would leave the injected value in place.
+
+The resolution follows the compiler's rules: function, lambda, class and comprehension scopes;
+a comprehension's first iterable, decorators, defaults, base classes and (without
+``from __future__ import annotations``) annotations are evaluated in the enclosing scope; an
+assignment expression in a comprehension binds in the enclosing function. ``if __name__ ==
+"__main__":`` blocks are skipped, as the rest of the static stage skips them (they never run).
+Plain data in, plain data out: no imports beyond the standard library and the rules.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+
+from ascend_kernel_gym.evaluation import sandbox_rules as rules
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+@dataclass(frozen=True)
+class NameProblem:
+    """One refused use of a name."""
+
+    name: str
+    line: int
+    message: str
+
+
+@dataclass
+class _Scope:
+    kind: str  # "module", "function", "class" or "comprehension"
+    parent: _Scope | None
+    #: names local to this scope (bound or deleted here, not declared global / nonlocal)
+    local: set[str] = field(default_factory=set)
+    declared_global: set[str] = field(default_factory=set)
+    declared_nonlocal: set[str] = field(default_factory=set)
+    #: (name, line, is a read) in the order met
+    uses: list[tuple[str, int, bool]] = field(default_factory=list)
+
+
+class _Collector(ast.NodeVisitor):
+    """Builds the scopes and what each binds and uses (no resolution yet)."""
+
+    def __init__(self, future_annotations: bool) -> None:
+        self.future_annotations = future_annotations
+        self.module = _Scope("module", None)
+        self.scopes: list[_Scope] = [self.module]
+        self.current = self.module
+        #: names the module binds for real (``del`` excluded), from any scope through ``global``
+        self.module_bound: set[str] = set()
+        #: (scope, name) pairs stored, resolved once every ``global`` statement is known
+        self._stores: list[tuple[_Scope, str]] = []
+
+    # --- scope helpers -----------------------------------------------------------------------
+    def _enter(self, kind: str) -> _Scope:
+        scope = _Scope(kind, self.current)
+        self.scopes.append(scope)
+        self.current = scope
+        return scope
+
+    def _leave(self, scope: _Scope) -> None:
+        assert scope.parent is not None
+        self.current = scope.parent
+
+    def _bind(self, name: str, line: int, scope: _Scope | None = None, deletes: bool = False) -> None:
+        target = scope or self.current
+        target.uses.append((name, line, False))
+        target.local.add(name)  # corrected for global / nonlocal declarations in finish()
+        if not deletes:
+            self._stores.append((target, name))
+
+    def _read(self, name: str, line: int) -> None:
+        self.current.uses.append((name, line, True))
+
+    def _annotation(self, node: ast.expr | None, evaluated: bool = True) -> None:
+        if node is not None and evaluated and not self.future_annotations:
+            self.visit(node)
+
+    def finish(self) -> None:
+        for scope in self.scopes:
+            scope.local -= scope.declared_global | scope.declared_nonlocal
+        for scope, name in self._stores:
+            if scope is self.module or name in scope.declared_global:
+                self.module_bound.add(name)
+
+    # --- statements that open scopes -----------------------------------------------------------
+    def visit_Module(self, node: ast.Module) -> None:
+        for stmt in node.body:
+            self.visit(stmt)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+        self._arguments_outside(node.args)
+        self._annotation(node.returns)
+        self._bind(node.name, node.lineno)
+        scope = self._enter("function")
+        self._arguments_inside(node.args, node.lineno)
+        for stmt in node.body:
+            self.visit(stmt)
+        self._leave(scope)
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._arguments_outside(node.args)
+        scope = self._enter("function")
+        self._arguments_inside(node.args, node.lineno)
+        self.visit(node.body)
+        self._leave(scope)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
+            self.visit(expr)
+        self._bind(node.name, node.lineno)
+        scope = self._enter("class")
+        for stmt in node.body:
+            self.visit(stmt)
+        self._leave(scope)
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
+        generators = node.generators
+        self.visit(generators[0].iter)  # evaluated in the enclosing scope
+        scope = self._enter("comprehension")
+        for index, generator in enumerate(generators):
+            if index:
+                self.visit(generator.iter)
+            self.visit(generator.target)
+            for condition in generator.ifs:
+                self.visit(condition)
+        if isinstance(node, ast.DictComp):
+            self.visit(node.key)
+            self.visit(node.value)
+        else:
+            self.visit(node.elt)
+        self._leave(scope)
+
+    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comprehension  # noqa: N815
+
+    def _arguments_outside(self, args: ast.arguments) -> None:
+        for default in [*args.defaults, *(d for d in args.kw_defaults if d is not None)]:
+            self.visit(default)
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+            if arg is not None:
+                self._annotation(arg.annotation)
+
+    def _arguments_inside(self, args: ast.arguments, line: int) -> None:
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+            if arg is not None:
+                self._bind(arg.arg, getattr(arg, "lineno", line))
+
+    # --- bindings and uses ---------------------------------------------------------------------
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load):
+            self._read(node.id, node.lineno)
+        else:
+            self._bind(node.id, node.lineno, deletes=isinstance(node.ctx, ast.Del))
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self.visit(node.value)
+        scope = self.current
+        while scope.kind == "comprehension" and scope.parent is not None:
+            scope = scope.parent  # ``(y := f(x)) for x in xs`` binds y outside the comprehension
+        if scope is not self.current:
+            self.current.declared_nonlocal.add(node.target.id)  # resolved through the enclosing scope
+        self._bind(node.target.id, node.lineno, scope)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if isinstance(node.target, ast.Name):
+            self._read(node.target.id, node.lineno)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        # An annotation in a function body is never evaluated; at module or class level it is.
+        self._annotation(node.annotation, evaluated=self.current.kind in ("module", "class"))
+        if node.value is not None:
+            self.visit(node.value)
+            self.visit(node.target)
+        elif isinstance(node.target, ast.Name):
+            # ``x: int`` binds nothing, but makes ``x`` local to a function
+            self._bind(node.target.id, node.lineno, deletes=True)
+        else:
+            self.visit(node.target)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._bind(alias.asname or alias.name.split(".")[0], node.lineno)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        for alias in node.names:
+            if alias.name != "*":
+                self._bind(alias.asname or alias.name, node.lineno)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.current.declared_global.update(node.names)
+        for name in node.names:
+            self.current.uses.append((name, node.lineno, False))
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        self.current.declared_nonlocal.update(node.names)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.type is not None:
+            self.visit(node.type)
+        if node.name:
+            self._bind(node.name, node.lineno)
+        for stmt in node.body:
+            self.visit(stmt)
+
+    def visit_MatchAs(self, node: ast.MatchAs) -> None:
+        if node.pattern is not None:
+            self.visit(node.pattern)
+        if node.name:
+            self._bind(node.name, node.lineno)
+
+    def visit_MatchStar(self, node: ast.MatchStar) -> None:
+        if node.name:
+            self._bind(node.name, node.lineno)
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+        self.generic_visit(node)
+        if node.rest:
+            self._bind(node.rest, node.lineno)
+
+    def visit_If(self, node: ast.If) -> None:
+        if is_main_guard(node.test):
+            for stmt in node.orelse:
+                self.visit(stmt)
+            return
+        self.generic_visit(node)
+
+
+def _resolves_global(scope: _Scope, name: str) -> bool:
+    """Whether ``name`` used in ``scope`` is looked up in the module's globals (then builtins)."""
+    if name in scope.declared_global or scope.kind == "module":
+        return True
+    if name in scope.local:
+        return False
+    if scope.kind == "class" and name in scope.declared_nonlocal:
+        return False
+    outer = scope.parent
+    while outer is not None:
+        if outer.kind == "module":
+            return True
+        if outer.kind != "class":  # class bodies are not enclosing scopes of what they contain
+            if name in outer.declared_global:
+                return True
+            if name in outer.local or name in outer.declared_nonlocal:
+                return False
+        outer = outer.parent
+    return True
+
+
+def is_main_guard(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either order)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return len(names) == 1 and len(consts) == 1
+
+
+def _has_future_annotations(tree: ast.Module) -> bool:
+    return any(
+        isinstance(stmt, ast.ImportFrom)
+        and stmt.module == "__future__"
+        and any(alias.name == "annotations" for alias in stmt.names)
+        for stmt in tree.body
+    )
+
+
+def name_problems(tree: ast.Module) -> list[NameProblem]:
+    """Refused uses of global names in ``tree`` (see the module docstring), in source order."""
+    collector = _Collector(_has_future_annotations(tree))
+    collector.visit(tree)
+    collector.finish()
+    problems: list[NameProblem] = []
+    seen: set[tuple[str, str]] = set()
+    for scope in collector.scopes:
+        for name, line, is_read in scope.uses:
+            if name.startswith("__") and name.endswith("__"):
+                continue  # module dunders: the static stage's dunder rules decide
+            if not _resolves_global(scope, name):
+                continue
+            if name in rules.INTERPRETER_GLOBAL_NAMES and ("reserved", name) not in seen:
+                seen.add(("reserved", name))
+                problems.append(
+                    NameProblem(
+                        name,
+                        line,
+                        f"the global name `{name}` is reserved: Triton's interpreter puts its internals under this "
+                        "name in your module, bound or not; use another name (and define or import every name you use)",
+                    )
+                )
+            elif (
+                is_read
+                and name not in collector.module_bound
+                and name not in _BUILTIN_NAMES
+                and name not in rules.INTERPRETER_GLOBAL_NAMES
+                and ("undefined", name) not in seen
+            ):
+                seen.add(("undefined", name))
+                problems.append(
+                    NameProblem(
+                        name,
+                        line,
+                        f"the name `{name}` is read but your code never defines or imports it (Triton's interpreter "
+                        "injects internals under undefined global names); define or import every name you use",
+                    )
+                )
+    problems.sort(key=lambda p: p.line)
+    return problems
