@@ -3,40 +3,75 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
+AKG := $(VENV)/bin/akg
 # The CPU build of torch that this project pins for CPU-only machines (an unpinned torch pulls a CUDA build).
 TORCH_CPU ?= torch==2.13.0
-EXTRAS ?= dev,sb3,train,trl
-STAMP := $(VENV)/.akg-installed
+# What `make test` adds to the package: test tools and the training / RL-library integrations it tests.
+TEST_EXTRAS ?= dev,sb3,train,trl
+# Where the demo writes its runs, submissions and leaderboard page.
+DEMO_DIR ?= runs/demo
+BASE_STAMP := $(VENV)/.akg-base
+TEST_STAMP := $(VENV)/.akg-test
+# Every sub-command of the demo runs on the CPU interpreter, whatever the machine has.
+DEMO_EVAL := --suite core --split test --backend interpreter --turns 1 --samples 1
 
-.PHONY: venv demo test lint browser clean
+.PHONY: venv venv-test demo test test-fast lint browser clean
 
-venv: $(STAMP)
+## The package and what it needs to run (no extras): all `make demo` installs.
+venv: $(BASE_STAMP)
 
-$(STAMP): pyproject.toml
+$(BASE_STAMP): pyproject.toml
+	@echo "== setting up $(VENV): the CPU build of torch, then this package without extras =="
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "$(TORCH_CPU)"
-	$(PIP) install -q -e ".[$(EXTRAS)]"
-	touch $(STAMP)
+	$(PIP) install --upgrade pip
+	$(PIP) install "$(TORCH_CPU)"
+	$(PIP) install -e .
+	touch $@
 
-## The main job: evaluate the reference agent on the core test split on the CPU interpreter, then report.
+## The test tools and the integrations the tests cover (Stable-Baselines3, transformers, TRL).
+venv-test: $(TEST_STAMP)
+
+$(TEST_STAMP): $(BASE_STAMP)
+	@echo "== adding the test extras [$(TEST_EXTRAS)] to $(VENV) =="
+	$(PIP) install -e ".[$(TEST_EXTRAS)]"
+	touch $@
+
+## The main job, on the CPU interpreter: one episode turn by turn, two agents evaluated side by side
+## (the reference solutions and a cheating / sloppy agent), submissions verified, the leaderboard page.
 demo: venv
-	$(VENV)/bin/akg eval --agent reference --suite core --split test --backend interpreter --turns 1 --samples 1 --out runs/demo
-	$(VENV)/bin/akg report runs/demo
+	@echo; echo "== 1/4: one episode of the environment, turn by turn =="
+	$(PY) examples/demo_episode.py
+	@echo; echo "== 2/4: two agents on the core test split: the reference solutions and a cheating / sloppy agent =="
+	$(AKG) eval --agent reference $(DEMO_EVAL) --out $(DEMO_DIR)/reference
+	$(AKG) eval --agent ascend_kernel_gym.agents.sloppy:SloppyPolicy $(DEMO_EVAL) --out $(DEMO_DIR)/sloppy
+	$(AKG) report $(DEMO_DIR)/reference $(DEMO_DIR)/sloppy
+	@echo; echo "== 3/4: leaderboard submissions, each verified by re-running its kernels =="
+	$(AKG) submit $(DEMO_DIR)/reference -o $(DEMO_DIR)/submissions/reference.json
+	$(AKG) submit $(DEMO_DIR)/sloppy -o $(DEMO_DIR)/submissions/sloppy.json
+	$(AKG) verify $(DEMO_DIR)/submissions/reference.json --backend interpreter
+	$(AKG) verify $(DEMO_DIR)/submissions/sloppy.json --backend interpreter
+	@echo; echo "== 4/4: the leaderboard page =="
+	$(AKG) leaderboard $(DEMO_DIR)/submissions -o $(DEMO_DIR)/site
 
 ## Headless Chromium for the leaderboard's browser test (Debian packages; needs root, skipped otherwise).
 browser:
 	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "== installing chromium and chromium-driver (apt-get) for the browser test =="; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	else echo "note: chromium not installed and not root: the browser test will be skipped"; fi
 
 ## The whole test suite.
-test: venv browser
+test: venv-test browser
 	$(VENV)/bin/ruff check ascend_kernel_gym tests bench examples
 	$(PY) -m pytest -q
 
-lint: venv
+## The fast lane: every test not marked slow (the end-to-end kernel corpora, learning runs, README run-through).
+test-fast: venv-test
+	$(VENV)/bin/ruff check ascend_kernel_gym tests bench examples
+	$(PY) -m pytest -q -m "not slow"
+
+lint: venv-test
 	$(VENV)/bin/ruff check ascend_kernel_gym tests bench examples
 
 clean:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -29,12 +30,34 @@ from ascend_kernel_gym.evaluation.remote import EvaluatorClient, SharedEvaluator
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalRequest, EvalResult, Stage
 from ascend_kernel_gym.tasks.task import Task
 
-__all__ = ["DEFAULT_MAX_OBS_CHARS", "AscendTritonEnv"]
+__all__ = ["DEFAULT_MAX_OBS_CHARS", "AscendTritonEnv", "rearm_env_checker"]
 
 #: Default character budget of observations and actions (about 64k tokens of code and text).
 DEFAULT_MAX_OBS_CHARS = 262_144
 _BACKENDS = ("auto", "npu", "cuda", "interpreter")
 _RESET_OPTION_KEYS = frozenset({"task_id", "task"})
+
+
+def rearm_env_checker(env: gym.Env[Any, Any]) -> None:
+    """Let gymnasium's passive env checker run its reset check again after ``env.reset`` failed.
+
+    ``PassiveEnvChecker.reset`` (gymnasium 1.x, added by ``gym.make``) marks its one-time check
+    as done *before* it calls ``reset``. When that first reset raises, the checker keeps no reset
+    data and the first ``step`` after the next, valid reset fails inside gymnasium with
+    ``TypeError: cannot unpack non-iterable NoneType object``. The checkers on the call stack that
+    wrap ``env`` are re-armed, so the next reset runs their check and records its data.
+    """
+    from gymnasium.wrappers import PassiveEnvChecker
+
+    frame = inspect.currentframe()
+    for _ in range(32):  # the checker sits a few wrapper frames above reset()
+        if frame is None:
+            break
+        candidate = frame.f_locals.get("self")
+        if isinstance(candidate, PassiveEnvChecker) and candidate.unwrapped is env:
+            candidate.checked_reset = False
+        frame = frame.f_back
+    del frame
 
 
 class AscendTritonEnv(gym.Env[str, str]):
@@ -261,12 +284,20 @@ class AscendTritonEnv(gym.Env[str, str]):
         """
         super().reset(seed=seed)
         options = dict(options or {})
-        unknown = set(options) - _RESET_OPTION_KEYS
-        if unknown:
-            raise ValueError(f"unknown reset options {sorted(unknown)}; known: {sorted(_RESET_OPTION_KEYS)}")
-        self._task = self._choose_task(options)
-        self._task_profile = self.profile or self._task.default_profile(self.backend)
-        self._task.check_profile(self._task_profile)
+        try:
+            unknown = set(options) - _RESET_OPTION_KEYS
+            if unknown:
+                raise ValueError(f"unknown reset options {sorted(unknown)}; known: {sorted(_RESET_OPTION_KEYS)}")
+            task = self._choose_task(options)
+            task_profile = self.profile or task.default_profile(self.backend)
+            task.check_profile(task_profile)
+        except Exception:
+            # No half-started episode: step() now asks for a reset, and gymnasium's checker
+            # runs its reset check again on the next reset.
+            self._task = None
+            rearm_env_checker(self)
+            raise
+        self._task, self._task_profile = task, task_profile
         self.messages = [
             {"role": "system", "content": self._system_prompt()},
             {"role": "user", "content": self._task_prompt(self._task)},

@@ -1,7 +1,9 @@
 """``akg check FILE --task ID_OR_PATH``: evaluate one kernel file against one task.
 
-Exit status is 0 whenever the check ran, whatever the verdict (use ``--json`` and read
-``correct`` / ``error_type`` to script on the verdict); 2 on misuse (unknown task, missing file).
+Exit status: 0 when the kernel is correct (and not a hack), 1 when the check ran and the verdict
+is anything else (wrong, failed to compile, hack, ...), 2 on misuse (unknown task, a path that is
+a directory or cannot be read). ``--exit-zero`` turns 1 into 0 for scripts that read the verdict
+from ``--json`` instead.
 """
 
 from __future__ import annotations
@@ -11,9 +13,13 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from ascend_kernel_gym.evaluation.result import EvalResult
 from ascend_kernel_gym.tasks.task import decode_python_source
+
+#: Exit status of ``akg check`` when the check ran and the kernel is not correct.
+EXIT_NOT_CORRECT = 1
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "check",
         help="check one Triton kernel file against a task (static, compile, correctness, speed)",
         description="Evaluate FILE (a module defining ModelNew and its @triton.jit kernels) against a bundled "
-        "task id or a KernelBench-format task file.",
+        "task id or a KernelBench-format task file. Exit status: 0 correct, 1 not correct (any other verdict), "
+        "2 misuse (unknown task, unreadable file).",
     )
     parser.add_argument("file", metavar="FILE", help="the candidate's Python file")
     parser.add_argument("--task", required=True, metavar="ID_OR_PATH", help="task id (core/L1/relu) or a task file")
@@ -39,18 +46,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--ascend-profile", default="910B3", help="Ascend chip profile for checks and estimates")
     parser.add_argument("--json", action="store_true", help="print the EvalResult as JSON")
+    parser.add_argument(
+        "--exit-zero", action="store_true", help="exit 0 whatever the verdict (default: 1 when not correct)"
+    )
     parser.set_defaults(func=_cmd_check, command="check")
+
+
+def candidate_path(file: str) -> Path:
+    """``file`` as a readable regular file.
+
+    Raises:
+        FileNotFoundError: it does not exist, is a directory or another kind of non-file.
+        ValueError: it cannot be read (permissions).
+    """
+    path = Path(file)
+    if path.is_dir():
+        raise FileNotFoundError(f"{path} is a directory; give the kernel's Python file (e.g. {path}/kernel.py)")
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is not a regular file")
+    try:
+        with path.open("rb"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return path
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from ascend_kernel_gym.evaluation.evaluator import Evaluator
-    from ascend_kernel_gym.evaluation.feedback import render_feedback
     from ascend_kernel_gym.evaluation.result import EvalRequest
     from ascend_kernel_gym.tasks.suite import get_task
 
-    path = Path(args.file)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
+    path = candidate_path(args.file)
     code = read_candidate(path)
     task = get_task(args.task)
     if args.trials < 1:
@@ -74,22 +103,20 @@ def _cmd_check(args: argparse.Namespace) -> int:
     ) as evaluator:
         if not args.json:
             from rich.console import Console
+            from rich.markup import escape
 
-            with Console(stderr=True).status(f"checking {path.name} against {task.id} on {evaluator.backend} ..."):
+            status = f"checking {escape(path.name)} against {escape(task.id)} on {evaluator.backend} ..."
+            with Console(stderr=True).status(status):
                 result = evaluator.evaluate(request)
         else:
             result = evaluator.evaluate(request)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, sort_keys=True))
     else:
-        _print_table(result, path.name)
-        report = _ascend_report(result)
-        if report:
-            print()
-            print(report)
-        print()
-        print(render_feedback(result))
-    return 0
+        print_check(result, path.name, empty=not code.strip(), ascend_checks=args.ascend_checks)
+    if result.ok or args.exit_zero:
+        return 0
+    return EXIT_NOT_CORRECT
 
 
 def read_candidate(path: Path) -> str:
@@ -119,47 +146,131 @@ def read_candidate(path: Path) -> str:
 _CODING_LINE = re.compile(r"^([ \t\f]*#.*?coding[:=][ \t]*)([-\w.]+)")
 
 
-def _ascend_report(result: EvalResult) -> str:
-    """The Ascend helper's report of findings and estimate, when that module is installed."""
-    if not (result.ascend_checks or result.estimate):
-        return ""
-    try:
-        from ascend_kernel_gym.ascend.checks import format_ascend_report
-    except ImportError:
-        return ""
-    return format_ascend_report(result)
+def verdict_text(result: EvalResult) -> str:
+    """``correct``, ``hack: <type>`` or ``failed: <type> (stage <stage>)``."""
+    if result.ok:
+        return "correct"
+    if result.hack:
+        return f"hack: {result.error_type.value}"
+    return f"failed: {result.error_type.value} (stage {result.stage.value})"
 
 
-def _fmt(value: float | None, digits: int = 4) -> str:
+def _num(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}g}"
 
 
-def _print_table(result: EvalResult, name: str) -> None:
+#: Top-level stages of ``EvalResult.stage_durations`` shown in the one-line time summary.
+_TIMED_STAGES = ("static", "compile", "correctness", "performance")
+
+
+def time_summary(durations: dict[str, float]) -> str:
+    """``3.1 s in all: compile 0.32 s, correctness 0.61 s`` from the evaluator's stage timers."""
+    parts = [f"{name} {durations[name]:.2f} s" for name in _TIMED_STAGES if name in durations]
+    total = durations.get("total", durations.get("child_wall"))
+    head = "-" if total is None else f"{total:.1f} s in all"
+    return head + (": " + ", ".join(parts) if parts else "")
+
+
+def estimate_sentence(estimate: dict[str, Any]) -> str:
+    """The cost model's estimate as a sentence that names its baseline."""
+    chip = estimate.get("chip", "the target chip")
+    est_ms = estimate.get("est_ms")
+    if not isinstance(est_ms, (int, float)):
+        return "no estimate"
+    text = f"about {est_ms:.3g} ms per call on an Ascend {chip}"
+    ref_ms, speedup = estimate.get("reference_est_ms"), estimate.get("est_speedup")
+    if isinstance(speedup, (int, float)) and isinstance(ref_ms, (int, float)):
+        text += (
+            f", {speedup:.2f}x the speed of the task's PyTorch reference run eagerly on the same chip "
+            f"(estimated {ref_ms:.3g} ms)"
+        )
+    roofline = estimate.get("roofline_ms")
+    if isinstance(roofline, (int, float)):
+        text += f"; the roofline floor is {roofline:.3g} ms"
+    return text + ". A cost-model estimate from the work the kernel did on the interpreter, not a measurement."
+
+
+def _findings(checks: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for check in checks:
+        value = ""
+        if check.get("value") is not None:
+            value = f" (value {check.get('value')}" + (
+                f", limit {check.get('limit')})" if check.get("limit") is not None else ")"
+            )
+        kb = f" (knowledge-base entry {check.get('kb_id')})" if check.get("kb_id") else ""
+        lines.append(f"{check.get('severity')}: {check.get('rule')}: {check.get('message')}{value}{kb}")
+    return lines
+
+
+#: What to do, for a person, when the file itself is the problem.
+_HUMAN_HINTS = {
+    "no_code": "The file holds no code: write a module with `class ModelNew(nn.Module)` and its @triton.jit kernel.",
+    "syntax": "The file is not valid Python (a binary file, or a syntax error): see the error above.",
+}
+
+
+def print_check(result: EvalResult, name: str, *, empty: bool = False, ascend_checks: str = "warn") -> None:
+    """The human report of ``akg check``: a table, Ascend findings, then the agent's feedback.
+
+    Args:
+        result: the evaluation.
+        name: the candidate file's name (the title).
+        empty: the file held no code.
+        ascend_checks: the Ascend check mode the evaluation ran with (``off`` shows no findings row).
+    """
     from rich.console import Console
+    from rich.markup import escape
+    from rich.rule import Rule
     from rich.table import Table
 
-    verdict = "[green]correct[/green]" if result.ok else ("[red]hack[/red]" if result.hack else "[red]failed[/red]")
-    table = Table(title=f"akg check {name}", show_header=False)
-    table.add_column("field", style="bold")
+    from ascend_kernel_gym.evaluation.feedback import render_feedback
+
+    console = Console(file=sys.stdout)
+    colour = "green" if result.ok else "red"
+    table = Table(
+        title=escape(f"akg check {name}: {result.task_id} on {result.backend} (profile {result.profile})"),
+        show_header=False,
+    )
+    table.add_column("field", style="bold", no_wrap=True)
     table.add_column("value", overflow="fold")
-    rows = [
-        ("task", result.task_id),
-        ("backend / profile", f"{result.backend} / {result.profile}"),
-        ("device", result.device or "-"),
-        ("verdict", verdict),
-        ("error type", result.error_type.value),
-        ("stage reached", result.stage.value),
-        ("trials passed", f"{result.trials_passed}/{result.trials_total}"),
-        ("max abs / rel error", f"{_fmt(result.max_abs_err)} / {_fmt(result.max_rel_err)}"),
-        ("reference ms", _fmt(result.ref_ms)),
-        ("kernel ms", _fmt(result.kernel_ms)),
-        ("speedup", "-" if result.speedup is None else f"{result.speedup:.3f}x"),
-        ("kernels launched", ", ".join(sorted({launch.kernel for launch in result.launches})) or "-"),
-        ("torch ops in forward", ", ".join(result.torch_ops) or "-"),
-        ("seconds", ", ".join(f"{k} {v:.2f}" for k, v in result.stage_durations.items())),
-    ]
+    trials = f"{result.trials_passed}/{result.trials_total} passed" if result.trials_total else "not reached"
+    rows: list[tuple[str, str]] = [("verdict", f"[{colour}]{escape(verdict_text(result))}[/{colour}]")]
+    if not result.ok and result.error_message.strip():
+        lines = [ln for ln in result.error_message.strip().splitlines() if ln.strip()]
+        shown = "\n".join(lines[:4]) + (f"\n... ({len(lines) - 4} more lines below)" if len(lines) > 4 else "")
+        rows.append(("error", escape(shown)))
+    rows.append(("trials", trials))
+    if result.max_abs_err is not None or result.max_rel_err is not None:
+        rows.append(("errors", f"max abs {_num(result.max_abs_err)}, max rel {_num(result.max_rel_err)}"))
+    rows.append(("time", time_summary(result.stage_durations)))
+    if result.speedup is not None:
+        speed = f"{result.speedup:.2f}x (reference {_num(result.ref_ms, 4)} ms, kernel {_num(result.kernel_ms, 4)} ms)"
+        rows.append(("speed", escape(speed)))
+    elif result.compiled:
+        rows.append(("speed", escape(f"not measured on the {result.backend} backend")))
+    if result.launches:
+        rows.append(("kernels", escape(", ".join(sorted({launch.kernel for launch in result.launches})))))
+    if result.torch_ops:
+        rows.append(("torch ops", escape(", ".join(result.torch_ops))))
     if result.estimate:
-        rows.append(("estimate (cost model)", json.dumps(result.estimate, default=str)[:300]))
+        rows.append(("estimate", escape(estimate_sentence(result.estimate))))
+    if result.ascend_checks:
+        errors = sum(1 for c in result.ascend_checks if c.get("severity") == "error")
+        rows.append(("Ascend checks", f"{errors} error(s), {len(result.ascend_checks) - errors} warning(s) (below)"))
+    elif ascend_checks != "off" and result.compiled:
+        rows.append(("Ascend checks", "no findings"))
+    if result.device:
+        rows.append(("device", escape(result.device)))
     for key, value in rows:
-        table.add_row(key, str(value))
-    Console(file=sys.stdout).print(table)
+        table.add_row(key, value)
+    console.print(table)
+    hint = _HUMAN_HINTS.get("no_code" if empty else result.error_type.value)
+    if hint and not result.ok:
+        console.print(escape(hint))
+    if result.ascend_checks:
+        console.print(Rule("Ascend findings", align="left"))
+        for line in _findings(result.ascend_checks):
+            console.print(line, markup=False, highlight=False)
+    console.print(Rule("Feedback the agent would see (what the environment sends the model)", align="left"))
+    console.print(render_feedback(result), markup=False, highlight=False)

@@ -42,24 +42,42 @@ def _cmd_list(args: argparse.Namespace) -> int:
         print(json.dumps([e.to_dict() for e in entries], indent=2))
         return 0
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
+    console = Console()
+    wide = console.width >= 120
     table = Table(title=f"Ascend knowledge base: {len(entries)} of {len(kb)} entries")
-    table.add_column("id", style="cyan", no_wrap=True)
-    table.add_column("title")
-    table.add_column("tags", style="dim")
-    table.add_column("triggers", justify="right")
-    table.add_column("source", style="dim")
+    table.add_column("id", style="cyan", no_wrap=True, min_width=max((len(e.id) for e in entries), default=2))
+    table.add_column("title", no_wrap=True, overflow="ellipsis")
+    if wide:
+        table.add_column("tags", style="dim", no_wrap=True, overflow="ellipsis")
+        table.add_column("triggers", justify="right")
+        table.add_column("source", style="dim", no_wrap=True, overflow="ellipsis")
     for e in entries:
-        table.add_row(e.id, e.title, ", ".join(e.tags), str(len(e.triggers)), e.source)
-    Console().print(table)
+        cells = [escape(e.id), escape(e.title)]
+        if wide:
+            cells += [escape(", ".join(e.tags)), str(len(e.triggers)), escape(e.source)]
+        table.add_row(*cells)
+    console.print(table)
+    if not wide:
+        console.print("[dim]tags, triggers and sources: a wider terminal or --json[/dim]")
     return 0
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
+    import sys
+
     if args.k < 1:
         raise ValueError(f"-k must be >= 1, got {args.k}")
     kb = _kb(args)
+    if not args.no_dense and not kb.index.is_cached:
+        # The first dense search of an entry set builds its index; say so instead of going quiet.
+        print(
+            f"akg kb: building the knowledge-base index ({len(kb)} entries; once per entry set and model) ...",
+            file=sys.stderr,
+        )
+        kb.build(progress=True)
     start = time.perf_counter()
     hits = kb.search(args.query, k=args.k, dense=not args.no_dense)
     elapsed = time.perf_counter() - start
@@ -69,28 +87,32 @@ def _cmd_search(args: argparse.Namespace) -> int:
         )
         return 0
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console()
-    table = Table(title=f"top {args.k} for the query ({elapsed * 1000:.0f} ms, including model load on first use)")
+    table = Table(title=f"top {args.k} for the query ({elapsed * 1000:.0f} ms)")
     table.add_column("#", justify="right")
     table.add_column("id", style="cyan", no_wrap=True)
     table.add_column("score", justify="right")
-    table.add_column("why", style="magenta")
-    table.add_column("title")
+    table.add_column("title, and why it was retrieved")
     for rank, hit in enumerate(hits, 1):
         score = "-" if hit.score is None else f"{hit.score:.3f}"
-        table.add_row(str(rank), hit.id, score, hit.why, hit.entry.title)
+        why = hit.why if len(hit.why) <= 60 else hit.why[:59] + "…"
+        table.add_row(str(rank), escape(hit.id), score, f"{escape(hit.entry.title)}\n[magenta]{escape(why)}[/magenta]")
     console.print(table)
     if args.show_body:
         for hit in hits:
-            console.rule(hit.id)
+            console.rule(escape(hit.id))
             console.print(hit.entry.body, markup=False, highlight=False)
+    else:
+        console.print("[dim]the advice itself: --show-body; the full 'why': --json[/dim]")
     return 0
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from ascend_kernel_gym.kb_index.index import INDEX_FILE
@@ -120,7 +142,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         ("cache path", stats.path),
     ]
     for name, value in rows:
-        table.add_row(name, value)
+        table.add_row(name, escape(value))
     console.print(table)
     return 0
 

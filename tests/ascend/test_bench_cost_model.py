@@ -8,6 +8,9 @@ import sys
 
 import pytest
 
+# Evaluates many kernels end to end: left out of the fast lane (`make test-fast`).
+pytestmark = pytest.mark.slow
+
 
 def _bench_module():
     from pathlib import Path

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+# Evaluates many kernels end to end: left out of the fast lane (`make test-fast`).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 RUNNER = """
@@ -28,7 +31,6 @@ def _run_gpu_script(script: str, *args: str) -> subprocess.CompletedProcess[str]
     )
 
 
-@pytest.mark.slow
 def test_gpu_evaluator_dry_run(tmp_path) -> None:
     out = tmp_path / "gpu.md"
     proc = _run_gpu_script(
@@ -144,7 +146,6 @@ def test_timing_estimators_compare_summaries_of_the_same_calls(tmp_path) -> None
     assert "| core/L1/transpose | 6 | trimmed mean" in text
 
 
-@pytest.mark.slow
 def test_gpu_redteam_replays_labelled_files_and_flags_mismatches(tmp_path) -> None:
     bench = _load_script("gpu_redteam")
     assert bench.labels(ROOT / "tests" / "evaluation" / "redteam" / "legit_autotune.py")["expected"] == "none"
@@ -170,7 +171,6 @@ def test_gpu_redteam_replays_labelled_files_and_flags_mismatches(tmp_path) -> No
     assert "1 cheats or broken kernels came back correct" in text and case.path.name in text
 
 
-@pytest.mark.slow
 def test_gpu_early_exit_gets_each_kinds_verdict_on_the_interpreter(tmp_path) -> None:
     out = tmp_path / "early.md"
     proc = _run_gpu_script("bench/gpu_early_exit.py", "--backend", "interpreter", "--n", "1", "--out", str(out))

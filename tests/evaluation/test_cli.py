@@ -1,4 +1,4 @@
-"""`akg check`: JSON and table output, exit status 0 whatever the verdict."""
+"""`akg check`: JSON and table output; exit status 0 correct, 1 any other verdict, 2 misuse."""
 
 from __future__ import annotations
 
@@ -25,13 +25,25 @@ def test_check_json_and_table(tmp_path, capsys) -> None:
 
     bad = tmp_path / "bad.py"
     bad.write_text("import os\n" + (task.solution_source() or ""))
-    assert main(["check", str(bad), "--task", str(task.path), "--backend", "interpreter"]) == 0
+    assert main(["check", str(bad), "--task", str(task.path), "--backend", "interpreter"]) == 1
     out = capsys.readouterr().out
     assert "forbidden" in out and "module `os` is forbidden" in out
+    assert "hack: forbidden" in out and "Feedback the agent would see" in out
+    assert main(["check", str(bad), "--task", str(task.path), "--backend", "interpreter", "--exit-zero"]) == 0
+
+    assert main(["check", str(good), "--task", "core/L1/relu", "--backend", "interpreter", "--seed", "1"]) == 0
+    table = capsys.readouterr().out
+    assert "5/5 passed" in table and "s in all" in table
+    assert "compile.first_call" not in table  # the stage timers are one line, not 18 rows
+    assert "the task's PyTorch reference run eagerly" in table and '{"label"' not in table
 
 
 def test_check_misuse_exits_2(tmp_path, capsys) -> None:
     assert main(["check", str(tmp_path / "missing.py"), "--task", "core/L1/relu"]) == 2
+    assert "missing.py: no such file" in capsys.readouterr().err
+    assert main(["check", str(tmp_path), "--task", "core/L1/relu"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a directory" in err
     file = tmp_path / "k.py"
     file.write_text("x = 1\n")
     assert main(["check", str(file), "--task", "core/L9/nothing"]) == 2
@@ -134,3 +146,41 @@ def test_check_real_kernelbench_hinge_loss_runs_at_the_derived_small_sizes(tmp_p
     assert result.ok, result.error_message
     assert result.profile == "small"
     assert not any("small sizes" in w for w in result.warnings), result.warnings
+
+
+@pytest.mark.parametrize(
+    ("content", "verdict"),
+    [(b"", "failed: no_code"), (b"\x7fELF\x02\x01\x01\x00\x00\x00binary", "failed: syntax")],
+)
+def test_empty_and_binary_files_get_a_verdict_and_exit_1(tmp_path, capsys, content, verdict) -> None:
+    path = tmp_path / "kernel.py"
+    path.write_bytes(content)
+    assert main(["check", str(path), "--task", "core/L1/relu", "--backend", "interpreter"]) == 1
+    out = capsys.readouterr().out
+    assert verdict in out and "Feedback the agent would see" in out
+
+
+def test_unreadable_file_is_a_one_line_error(tmp_path, capsys, monkeypatch) -> None:
+    from ascend_kernel_gym.evaluation import cli
+
+    path = tmp_path / "kernel.py"
+    path.write_text("x = 1\n")
+
+    def refuse(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(cli.Path, "open", refuse)
+    assert main(["check", str(path), "--task", "core/L1/relu"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"akg check: error: cannot read {path}: Permission denied"
+
+
+def test_time_and_estimate_read_as_sentences() -> None:
+    from ascend_kernel_gym.evaluation.cli import estimate_sentence, time_summary
+
+    timers = {"ahead.setup": 0.02, "compile.first_call": 0.17, "compile": 0.32, "correctness": 0.61, "total": 3.1}
+    assert time_summary(timers) == "3.1 s in all: compile 0.32 s, correctness 0.61 s"
+    estimate = {"chip": "910B3", "est_ms": 0.0136, "reference_est_ms": 0.0272, "est_speedup": 2.0, "roofline_ms": 7e-05}
+    sentence = estimate_sentence(estimate)
+    assert sentence.startswith("about 0.0136 ms per call on an Ascend 910B3, 2.00x the speed of the task's PyTorch")
+    assert "(estimated 0.0272 ms)" in sentence and "not a measurement" in sentence

@@ -14,6 +14,9 @@ from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, render_feedback
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES
 from ascend_kernel_gym.tasks import get_task
 
+# Evaluates many kernels end to end: left out of the fast lane (`make test-fast`).
+pytestmark = pytest.mark.slow
+
 CORPUS = Path(__file__).parent / "corpus"
 PWNED_GLOB = "/tmp/akg_pwned_*"
 

@@ -33,6 +33,9 @@ from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, render_feedback
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES
 from ascend_kernel_gym.tasks import get_task
 
+# Evaluates many kernels end to end: left out of the fast lane (`make test-fast`).
+pytestmark = pytest.mark.slow
+
 REDTEAM = Path(__file__).parent / "redteam"
 DATA = Path(__file__).parent.parent / "data"
 CANARY_GLOB = "/tmp/akg_redteam_pwned*"

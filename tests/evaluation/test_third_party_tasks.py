@@ -27,6 +27,9 @@ from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, EvalResult
 from ascend_kernel_gym.tasks import get_task
 from ascend_kernel_gym.tasks.task import AUTO_SMALL_TAG, TaskLoadError
 
+# Evaluates many kernels end to end: left out of the fast lane (`make test-fast`).
+pytestmark = pytest.mark.slow
+
 DATA = Path(__file__).parent.parent / "data" / "third_party"
 TASK_FILES = sorted(DATA.glob("level*/*.py"))
 KERNELS = sorted((DATA / "kernels").glob("*.py"))

@@ -11,6 +11,7 @@ import pytest
 
 from ascend_kernel_gym.cli import main
 from ascend_kernel_gym.leaderboard import runner, verify
+from ascend_kernel_gym.leaderboard.records import ResultsWriter, write_manifest
 from ascend_kernel_gym.leaderboard.submission import SubmissionError
 
 
@@ -21,6 +22,16 @@ def eval_configs(monkeypatch):
 
     def fake_run_eval(config, progress=True):
         seen.append((config, progress))
+        # the run directory a real run leaves: 2 of 3 finished episodes correct, one of them caught hacking
+        write_manifest(config.out, {"tasks": [{"id": "core/L1/relu"}, {"id": "core/L1/sum"}], "config": {"samples": 2}})
+        writer = ResultsWriter(config.out)
+        for task_id, sample, correct, hack in [
+            ("core/L1/relu", 0, True, False),
+            ("core/L1/relu", 1, True, False),
+            ("core/L1/sum", 0, True, True),
+        ]:
+            result = {"correct": correct, "hack": hack}
+            writer.append({"task_id": task_id, "sample": sample, "best_result": result, "turns": [{"eval": result}]})
         counts = {"episodes_total": 4, "episodes_skipped": 1, "episodes_run": 3, "episodes_failed": 1, "correct": 2}
         return SimpleNamespace(out=config.out, wall_s=0.5, **counts)
 
@@ -49,7 +60,8 @@ def test_eval_arguments_become_the_run_configuration(eval_configs, tmp_path, cap
         "agent_kwargs": {"concurrency": 2},
     }
     err = " ".join(capsys.readouterr().err.split())  # rich wraps long lines
-    assert "3 episode(s) run, 1 already done (of 4), 2 correct, 1 harness error(s)" in err
+    assert "3 episode(s) run, 1 already done (of 4), 1 harness error(s)" in err
+    assert "the whole run: 2 of 3 episode(s) correct, 1 with a hack caught" in err
     assert "re-run" in err and "next: akg report" in err
 
 

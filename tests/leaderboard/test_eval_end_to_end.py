@@ -156,7 +156,9 @@ def test_cli_eval_resume_and_report(reference_run, tmp_path, capsys):
         "--no-progress",
     ]
     assert main(args) == 0
-    assert "0 episode(s) run, 2 already done" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "0 episode(s) run, 2 already done" in err
+    assert "the whole run: 2 of 2 episode(s) correct" in err  # a resumed run still counts its episodes
 
     assert main(["report", str(out), "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)

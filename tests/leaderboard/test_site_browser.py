@@ -154,3 +154,60 @@ def test_submission_page_shows_per_task_results(site, driver):
     codes = driver.find_elements(By.CSS_SELECTOR, "details pre code")
     assert codes and "<script>" in codes[0].get_attribute("textContent")
     assert console_errors(driver) == []
+
+
+@pytest.fixture(scope="module")
+def demo_like_site(tmp_path_factory):
+    """Submissions with the long cells of `make demo`'s: scripted agents, the interpreter's device name."""
+    import json
+
+    from lb_helpers import episode, result, write_fake_run
+
+    from ascend_kernel_gym.leaderboard.submission import build_submission, write_submission
+
+    root = tmp_path_factory.mktemp("lb-layout")
+    ids = ["core/L1/relu", "core/L1/sigmoid", "core/L1/gelu"]
+    out = root / "submissions"
+    agents = {
+        "reference": "bundled reference solutions",
+        "sloppy": "cheats and sloppy answers (a demo of the evaluator's checks)",
+    }
+    for index, (name, description) in enumerate(agents.items()):
+        records = [episode(t, 0, result(correct=index == 0, backend="interpreter")) for t in ids]
+        run = write_fake_run(
+            root / name,
+            records,
+            task_ids=ids,
+            backend="interpreter",
+            device_name="CPU (x86_64, Triton interpreter)",
+            agent={"name": name, "class": "ascend_kernel_gym.agents.sloppy.SloppyPolicy", "kind": "scripted",
+                   "description": description},
+        )  # fmt: skip
+        data = build_submission(run)
+        path = write_submission(data, out / f"{name}.json")
+        report = {"digest": data["digest"]["value"], "accepted": True, "local_backend": "interpreter", "tasks": []}
+        path.with_name(f"{name}.verify.json").write_text(json.dumps(report))
+    return build_site(out, root / "site")
+
+
+def test_index_fits_1400_pixels_with_every_column_visible(demo_like_site, driver, tmp_path):
+    from pathlib import Path
+
+    from selenium.webdriver.common.by import By
+
+    driver.set_window_size(1400, 900)
+    driver.get(Path(demo_like_site["index"]).as_uri())
+    viewport = driver.execute_script("return document.documentElement.clientWidth")
+    assert viewport <= 1400
+    table = driver.find_element(By.ID, "leaderboard")
+    right = driver.execute_script("return arguments[0].getBoundingClientRect().right", table)
+    assert right <= viewport, f"the table ends at {right} px in a {viewport} px window"
+    headers = driver.find_elements(By.CSS_SELECTOR, "#leaderboard thead th")
+    assert headers[-1].text.strip().rstrip("▲▼ ").strip() == "date"
+    assert driver.execute_script("return arguments[0].getBoundingClientRect().right", headers[-1]) <= viewport
+    rows = driver.find_elements(By.CSS_SELECTOR, "#leaderboard tbody tr")
+    models = [row.find_elements(By.TAG_NAME, "td")[1].text for row in rows]
+    assert all(models) and any("bundled reference solutions" in m for m in models)
+    shot = tmp_path / "leaderboard-1400.png"
+    assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 0
+    assert console_errors(driver) == []

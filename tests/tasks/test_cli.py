@@ -62,4 +62,4 @@ def test_cli_tasks_list_filters_by_split_and_prints_a_table(capsys):
     assert akg(["tasks", "list", "--level", "2"]) == 0
     table = capsys.readouterr().out
     assert f"suite 'core', split 'all': {len(load_suite('core', levels=[2]))} tasks" in table
-    assert "│ 2 " in table and "│ 1 " not in table  # the level column
+    assert "core/L2/" in table and "core/L1/" not in table and "core/L3/" not in table  # only level-2 rows

@@ -31,6 +31,9 @@ from ascend_kernel_gym.tasks import load_suite  # noqa: E402
 from ascend_kernel_gym.tasks.runtime import TaskModule, exec_source, instantiate  # noqa: E402
 from ascend_kernel_gym.tasks.task import Task  # noqa: E402
 
+# Evaluates many kernels end to end: left out of the fast lane (`make test-fast`).
+pytestmark = pytest.mark.slow
+
 SUITE = "core"
 PROFILE = "small"
 #: (model seed, input seed) pairs for the solution check: parameters and inputs both vary.
