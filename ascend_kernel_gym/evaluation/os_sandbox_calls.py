@@ -160,11 +160,12 @@ def unshare(flags: int) -> None:
 
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    _check(
-        _libc().mount(
-            _path(source), _path(target), _path(fstype), ctypes.c_ulong(flags), None if data is None else data.encode()
-        )
-    )
+    """``mount(2)``; a failure names the mount (which path of a policy a machine refuses)."""
+    encoded = None if data is None else data.encode()
+    if _libc().mount(_path(source), _path(target), _path(fstype), ctypes.c_ulong(flags), encoded) == -1:
+        number = ctypes.get_errno()
+        what = f"{source} on {target}" if source else f"remount of {target}"
+        raise OSError(number, f"{os.strerror(number)} (mount {what}, flags {flags:#x})")
 
 
 def umount2(target: str, flags: int) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterable
 
@@ -138,7 +139,19 @@ class RootBuilder:
                 os.makedirs(target, exist_ok=True)
             elif not os.path.exists(target):
                 os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o644))
-        calls.mount(real, target, None, calls.MS_BIND)
+        try:
+            calls.mount(real, target, None, calls.MS_BIND)
+        except OSError as exc:
+            if exc.errno != errno.EINVAL or kind == "rw":
+                raise
+            # Mounts below ``real`` that the user namespace locked (cgroup trees under /sys): only a
+            # recursive bind may take them along; each is made read-only like ``real`` itself.
+            calls.mount(real, target, None, calls.MS_BIND | calls.MS_REC)
+            left = self._submounts_read_only(target)
+            self.notes.append(
+                f"{real} bound with the mounts beneath it (they were locked)"
+                + (f"; {left} of them stay writable" if left else "")
+            )
         flags = calls.MS_BIND | calls.MS_REMOUNT | calls.MS_NOSUID | _kept_flags(real)
         if kind != "rw":
             flags |= calls.MS_RDONLY
@@ -149,6 +162,23 @@ class RootBuilder:
         calls.mount(None, target, None, flags)
         self.bound.append((real, kind))
         self.mounts += 1
+
+    @staticmethod
+    def _submounts_read_only(target: str) -> int:
+        """Remount every mount beneath ``target`` read-only; returns how many refused."""
+        prefix = target.rstrip("/") + "/"
+        with open("/proc/self/mountinfo") as handle:
+            points = [line.split()[4] for line in handle]
+        # mountinfo escapes spaces, tabs, newlines and backslashes as octal
+        points = [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), p) for p in points]
+        refused = 0
+        for point in sorted({p for p in points if p.startswith(prefix)}, key=len):
+            flags = calls.MS_BIND | calls.MS_REMOUNT | calls.MS_RDONLY | calls.MS_NOSUID | calls.MS_NODEV
+            try:
+                calls.mount(None, point, None, flags | _kept_flags(point))
+            except OSError:
+                refused += 1
+        return refused
 
     def _mirror_links(self, path: str) -> None:
         """Recreate the symbolic links on the way to ``path`` (``/lib64`` -> ``usr/lib64``) on the tmpfs."""

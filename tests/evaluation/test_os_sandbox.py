@@ -752,3 +752,32 @@ def test_default_policy_finds_the_package_behind_a_bare_module() -> None:
     paths = json.loads(proc.stdout.strip().splitlines()[-1])
     assert str(root / "ascend_kernel_gym") in paths["read"]
     assert any(p.endswith(os.path.join("suites", "core", "solutions")) for p in paths["hidden"])
+
+
+def test_a_read_path_with_locked_mounts_beneath_is_bound_read_only(scratch: Path) -> None:
+    """The cuda policy reads /sys; its cgroup mounts are locked in the user namespace, so a plain bind
+    fails (EINVAL: the whole new root was lost on an H200). They come along, every one read-only."""
+    need("user_ns", "mount_ns")
+    with open("/proc/self/mountinfo") as handle:
+        beneath = [line.split()[4] for line in handle if line.split()[4].startswith("/sys/")]
+    if not beneath:
+        pytest.skip("no mount beneath /sys on this machine")
+    target = next((p for p in beneath if os.path.isdir(p)), beneath[0])
+
+    def body() -> dict[str, Any]:
+        with open("/proc/self/mountinfo") as handle:
+            options = {line.split()[4]: line.split()[5] for line in handle}
+        probe = os.path.join(target, "akg_probe")
+        return {
+            "options": options,
+            "write": attempt(lambda: open(probe, "w").write("x")),
+            "seen": os.path.isdir(target),
+        }
+
+    out = in_sandbox(policy(scratch, NAMESPACES_ONLY, backend="cuda"), body)
+    assert out["report"]["layers"]["mount_ns"].startswith("active"), out["report"]
+    assert any("/sys bound with the mounts beneath it" in note for note in out["report"]["notes"])
+    sys_mounts = {point: opts for point, opts in out["options"].items() if point == "/sys" or point.startswith("/sys/")}
+    assert target in sys_mounts and out["seen"]
+    assert all(opts.split(",")[0] == "ro" for opts in sys_mounts.values()), sys_mounts
+    assert denied(out["write"]) and not os.path.exists(os.path.join(target, "akg_probe"))
