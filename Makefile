@@ -61,10 +61,14 @@ browser:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	else echo "note: chromium not installed and not root: the browser test will be skipped"; fi
 
-## The whole test suite.
+## The whole test suite. tests/tasks/test_suite_quality.py runs the reference solutions' kernels in the
+## test process itself; after some other tests in the same process its @triton.jit helpers are no longer
+## interpreted (an open test-isolation bug, not seen in evaluator children), so it gets a process of its own.
+SUITE_QUALITY := tests/tasks/test_suite_quality.py
 test: venv-test browser
 	$(VENV)/bin/ruff check ascend_kernel_gym tests bench examples
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(SUITE_QUALITY)
+	$(PY) -m pytest -q --ignore=$(SUITE_QUALITY)
 
 ## The fast lane: every test not marked slow (the end-to-end kernel corpora, learning runs, README run-through).
 test-fast: venv-test
