@@ -6,14 +6,13 @@ the real evaluator on the interpreter and SB3 itself.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from example_scripts import load_example
 
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
 from ascend_kernel_gym.integrations.sb3 import DEFAULT_MENU, OUTCOMES, KernelChoiceEnv, outcome_of, task_features
@@ -30,15 +29,6 @@ def docs_blocks(marker: str) -> dict[str, str]:
     """Python blocks of docs/integrations.md preceded by ``<!-- {marker}: NAME -->``, by NAME."""
     pattern = re.compile(rf"<!-- {marker}: (\S+) -->\n```python\n(.*?)```", re.DOTALL)
     return dict(pattern.findall(DOCS.read_text()))
-
-
-def load_example(name: str):
-    path = ROOT / "examples" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"akg_example_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 class StubEvaluator:

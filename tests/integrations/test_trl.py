@@ -6,13 +6,12 @@ on the CPU, no vLLM) with a tiny random model and the real evaluator on the inte
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from example_scripts import load_example
 
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
 from ascend_kernel_gym.integrations.trl import (
@@ -34,15 +33,6 @@ def docs_snippet(name: str) -> str:
     match = re.search(rf"<!-- test: {re.escape(name)} -->\n```python\n(.*?)```", DOCS.read_text(), re.DOTALL)
     assert match, f"docs/integrations.md has no tested snippet {name!r}"
     return match.group(1)
-
-
-def load_example(name: str):
-    path = ROOT / "examples" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"akg_example_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 class StubEvaluator:
