@@ -18,6 +18,7 @@ from typing import Any
 from ascend_kernel_gym.evaluation.cache import ResultCache, cache_key, harness_fingerprint
 from ascend_kernel_gym.evaluation.errors import REFERENCE_BROKE_DEVICE
 from ascend_kernel_gym.evaluation.job import Job
+from ascend_kernel_gym.evaluation.lower_stage import run_lower_stage
 from ascend_kernel_gym.evaluation.pool import ZygoteError, ZygoteHandle
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalRequest, EvalResult, Stage
 from ascend_kernel_gym.evaluation.static import check_source
@@ -67,6 +68,9 @@ class Evaluator:
         ascend_checks: ``off``, ``warn`` (report Ascend rule findings as warnings) or ``enforce``
             (findings of severity ``error`` fail the evaluation with ``ascend_constraint``).
         ascend_profile: chip profile for the Ascend checks and the cost model.
+        ascend_lower: ``off``, ``warn`` or ``enforce``: lower every launched kernel through
+            triton-ascend's own compiler front half after the child returns (interpreter and cuda;
+            :mod:`.lower_stage`); ``enforce`` fails a kernel that does not lower or overflows UB.
         profile_reps: timed repetitions per model in the timing stage.
         profile_warmup: untimed warm-up calls per model before timing.
         output_cap: bytes of the candidate's printed output kept in the result.
@@ -95,6 +99,7 @@ class Evaluator:
         num_trials: int = 5,
         ascend_checks: str = "warn",
         ascend_profile: str = "910B3",
+        ascend_lower: str = "warn",
         profile_reps: int = 100,
         profile_warmup: int = 3,
         output_cap: int = 16384,
@@ -107,6 +112,8 @@ class Evaluator:
 
         if ascend_checks not in ASCEND_CHECK_MODES:
             raise ValueError(f"ascend_checks must be one of {ASCEND_CHECK_MODES}, got {ascend_checks!r}")
+        if ascend_lower not in ASCEND_CHECK_MODES:
+            raise ValueError(f"ascend_lower must be one of {ASCEND_CHECK_MODES}, got {ascend_lower!r}")
         if workers is not None and (not isinstance(workers, int) or workers < 1):
             raise ValueError(f"workers must be a positive int or None, got {workers!r}")
         if timeout_s is not None and timeout_s <= 0:
@@ -122,6 +129,7 @@ class Evaluator:
         self.num_trials = int(num_trials)
         self.ascend_checks = ascend_checks
         self.ascend_profile = ascend_profile
+        self.ascend_lower = ascend_lower
         self.profile_reps = int(profile_reps)
         self.profile_warmup = int(profile_warmup)
         self.output_cap = int(output_cap)
@@ -253,6 +261,7 @@ class Evaluator:
                     self._task_inputs_only.add((task.id, profile))
                 job.task_inputs_only = True
                 result = self._run_job(job, timeout, before)
+            result = run_lower_stage(result, job, self.ascend_lower, self.os_sandbox)
         result.stage_durations["total"] = round(time.perf_counter() - started, 4)
         with self._lock:
             self.stats["evaluations"] += 1
@@ -348,7 +357,7 @@ class Evaluator:
                 "num_trials": num_trials,
                 "perf": bool(request.measure_performance),
                 "seed": request.seed,
-                "ascend": [self.ascend_checks, self.ascend_profile],
+                "ascend": [self.ascend_checks, self.ascend_profile, self.ascend_lower],
                 "reps": [self.profile_reps, self.profile_warmup],
                 "os_sandbox": self.os_sandbox,
                 "version": __version__,
