@@ -21,7 +21,7 @@ from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.lower_stage import run_lower_stage
 from ascend_kernel_gym.evaluation.pool import ZygoteError, ZygoteHandle
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalRequest, EvalResult, Stage
-from ascend_kernel_gym.evaluation.static import check_source
+from ascend_kernel_gym.evaluation.static_runner import check_source_bounded as check_source  # time-limited
 from ascend_kernel_gym.tasks.task import Task
 
 ASCEND_CHECK_MODES = ("off", "warn", "enforce")

@@ -31,6 +31,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.input_copies import conversion_dtypes, copied_input_piece, tensor_bytes, widened_from
+from ascend_kernel_gym.evaluation.launch_args import (
+    MAX_RECORD_STRING,
+    LaunchArgumentPolicy,
+    cut_string,
+    named_arguments,
+    type_name,
+)
 from ascend_kernel_gym.evaluation.result import ErrorType, LaunchRecord
 from ascend_kernel_gym.evaluation.sandbox_rules import (
     ALLOWED_TORCH_OPS,
@@ -48,12 +55,16 @@ PRINT_OP = "print (tensor values read into Python text)"
 
 
 _PLAIN = (bool, int, float, str)
+#: how many constexprs one launch record keeps
+MAX_RECORD_CONSTEXPRS = 32
 
 
 def _jsonable(value: Any) -> Any:
     """A JSON value for a launch record, without running any code of the value's own (no
     ``repr``, no attribute lookups that a class of the candidate's could intercept)."""
     kind = type(value)
+    if kind is str:
+        return cut_string(value)
     if kind in _PLAIN or value is None:
         return value
     if kind is torch.dtype:
@@ -65,13 +76,12 @@ def _jsonable(value: Any) -> Any:
             state = {}
         for field in ("value", "name"):  # tl.constexpr(v), tl.dtype
             if type(state.get(field)) in _PLAIN:
-                return state[field]
-    return f"<{kind.__name__}>"
+                return _jsonable(state[field])
+    return f"<{type_name(kind)}>"
 
 
 #: modules whose functions may run while the autotuner benchmarks (recording suspended)
 _TRUSTED_HOOK_MODULES = ("triton", "ascend_kernel_gym")
-_MISSING = object()
 
 
 def _refuse_foreign_hooks(autotuner: Any, config: Any) -> None:
@@ -90,65 +100,6 @@ def _refuse_foreign_hooks(autotuner: Any, config: Any) -> None:
                 "an autotune hook or benchmark function of yours would run while Triton benchmarks "
                 "configurations, where the operator recorder cannot follow; autotune over configs and key only",
             )
-
-
-def _refuse_imitations(values: list[Any]) -> None:
-    """Kernel arguments of the candidate's own making would run their own code where Triton or the
-    harness handles arguments (copies with recording suspended, specialisation keys, launch
-    records): only tensors, plain values and tuples, plain namedtuples and library objects
-    (``tl.constexpr``, dtypes, functions) pass."""
-    for value in values:
-        kind = type(value)
-        if issubclass(kind, torch.Tensor) or value is None or kind in (bool, int, float, str):
-            continue
-        if kind is tuple or _plain_namedtuple(kind):
-            _refuse_imitations(list(tuple.__iter__(value)))
-            continue
-        if str(getattr(kind, "__module__", "")).startswith("triton.tools.tensor_descriptor"):
-            _refuse_imitations([vars(value).get("base")])  # a host-side descriptor holds a tensor
-            continue
-        if str(getattr(kind, "__module__", "")).split(".")[0] not in ("triton", "torch", "builtins"):
-            imitates = inspect.getattr_static(value, "data_ptr", _MISSING) is not _MISSING
-            what = "is not a tensor but acts like one" if imitates else "is of a type of your own"
-            raise StageError(
-                ErrorType.FORBIDDEN,
-                f"a kernel argument is a `{kind.__name__}` object that {what}; pass torch tensors, numbers, "
-                "strings, None, plain tuples or namedtuples, triton.language dtypes and @triton.jit functions",
-            )
-
-
-#: what ``collections.namedtuple`` puts in a class (beyond one accessor per field)
-_NAMEDTUPLE_MEMBERS = frozenset(
-    {
-        "__doc__",
-        "__slots__",
-        "_fields",
-        "_field_defaults",
-        "__new__",
-        "_make",
-        "_replace",
-        "__repr__",
-        "_asdict",
-        "__getnewargs__",
-        "__match_args__",
-        "__module__",
-        "__qualname__",
-        "__orig_bases__",
-        "__annotations__",
-    }
-)
-
-
-def _plain_namedtuple(kind: type) -> bool:
-    """A class made by ``collections.namedtuple`` / ``typing.NamedTuple`` with nothing of its own
-    added: Triton accepts those as kernel arguments, and none of their methods is the candidate's."""
-    if kind.__bases__ != (tuple,):
-        return False
-    own = vars(kind)
-    fields = own.get("_fields")
-    if not isinstance(fields, tuple) or not all(isinstance(f, str) for f in fields):
-        return False
-    return all(name in _NAMEDTUPLE_MEMBERS or name in fields for name in own)
 
 
 def _is_constexpr_annotation(annotation: Any) -> bool:
@@ -192,6 +143,12 @@ class Recorder:
         self.max_spills = 0
         #: called with the stream handle of every compiled launch when set (same purpose)
         self.stream_handle_probe: Callable[[Any], None] | None = None
+        #: the first refused kernel argument: raised where it was seen, and kept so that a
+        #: candidate that swallows the exception (a ``with`` block) still ends as a hack
+        self.refusal: StageError | None = None
+        #: what the launch records left out (cut strings), for the result's warnings
+        self.notes: list[str] = []
+        self.arguments: LaunchArgumentPolicy | None = None
         self._installed = False
 
     # --- patches --------------------------------------------------------------------------------
@@ -202,6 +159,7 @@ class Recorder:
         self._installed = True
         from triton.runtime.jit import JITFunction
 
+        self.arguments = LaunchArgumentPolicy()  # before the candidate's module defines any class
         self._wrap_run(JITFunction)
         try:
             from triton.runtime.interpreter import GridExecutor, InterpretedFunction
@@ -233,13 +191,27 @@ class Recorder:
             if hasattr(CompiledKernel, "launch_metadata"):
                 CompiledKernel.launch_metadata = self._probing_stream_handles(CompiledKernel.launch_metadata)
 
+    def check_arguments(self, kernel: Any, named: list[tuple[str, Any]]) -> None:
+        """Raise (and keep) the refusal of a kernel argument that is not exactly a tensor or a plain value."""
+        if self.arguments is None:
+            return
+        refusal = self.arguments.check(kernel if type(kernel) is str else "?", named)
+        if refusal is None:
+            return
+        if self.refusal is None:
+            self.refusal = refusal
+        raise StageError(refusal.error_type, refusal.message)
+
     def _suspending(self, method: Any, check_args: bool = False) -> Any:
         recorder = self
 
         @functools.wraps(method)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if check_args:  # (executor, args_dev, kwargs): refused before anything runs unrecorded
-                _refuse_imitations([*args[1], *args[2].values()] if len(args) >= 3 else [])
+            if check_args and len(args) >= 3:  # (executor, args_dev, kwargs): before anything runs unrecorded
+                executor = args[0]
+                names = list(getattr(executor, "arg_names", None) or [])
+                kernel = getattr(getattr(executor, "fn", None), "__name__", "?")
+                recorder.check_arguments(kernel, named_arguments(names, args[1], args[2]))
             recorder._suspended += 1
             try:
                 return method(*args, **kwargs)
@@ -313,6 +285,8 @@ class Recorder:
 
         @functools.wraps(method)
         def launch_metadata(kernel: Any, grid: Any, stream: Any, *args: Any) -> Any:
+            # Also a compiled kernel launched directly (``kernel.warmup(...)[grid](...)``), past ``run``.
+            recorder.check_arguments(getattr(kernel, "name", "?"), named_arguments([], args, {}))
             if recorder.stream_handle_probe is not None:
                 recorder.stream_handle_probe(stream)
             spills = getattr(kernel, "n_spills", None)  # set once the kernel was loaded
@@ -327,7 +301,15 @@ class Recorder:
 
         @functools.wraps(method)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            _refuse_foreign_hooks(args[0] if args else None, kwargs.get("config"))
+            # (autotuner, *kernel args, config=..., **kernel kwargs): its hooks (``reset_to_zero``
+            # zeroes arguments) and the launches run with recording suspended
+            autotuner = args[0] if args else None
+            names = list(getattr(autotuner, "arg_names", None) or [])
+            kernel = getattr(getattr(autotuner, "base_fn", None), "__name__", "?")
+            recorder.check_arguments(
+                kernel, named_arguments(names, args[1:], {k: v for k, v in kwargs.items() if k != "config"})
+            )
+            _refuse_foreign_hooks(autotuner, kwargs.get("config"))
             recorder._suspended += 1
             recorder._bench_depth += 1
             try:
@@ -344,10 +326,12 @@ class Recorder:
 
         @functools.wraps(original)
         def run(fn_self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            names = list(getattr(fn_self, "arg_names", None) or [])
+            recorder.check_arguments(
+                getattr(getattr(fn_self, "fn", None), "__name__", "?"), named_arguments(names, args, kwargs)
+            )
             if recorder.stream_probe is not None and not warmup:
                 recorder.stream_probe()
-            if recorder.recording:
-                _refuse_imitations([*args, *kwargs.values()])
             if recorder.recording and recorder._bench_depth:
                 # A configuration benchmarked by the autotuner: Triton's timing around it stays
                 # unrecorded, the launch itself (grid, compile-time functions, the interpreted
@@ -398,6 +382,17 @@ class Recorder:
             for name, param in params.items()
             if name in bound and _is_constexpr_annotation(param.annotation)
         }
+        cut = [name for name, value in constexprs.items() if type(value) is str and value.endswith(" characters cut]")]
+        if len(constexprs) > MAX_RECORD_CONSTEXPRS:
+            cut.append(f"{len(constexprs) - MAX_RECORD_CONSTEXPRS} more constexprs")
+            constexprs = dict(list(constexprs.items())[:MAX_RECORD_CONSTEXPRS])
+        for name in cut:
+            note = (
+                f"launch records of kernel `{python_fn.__name__}`: {name} cut (a record keeps "
+                f"{MAX_RECORD_STRING} characters of a string and {MAX_RECORD_CONSTEXPRS} constexprs)"
+            )
+            if note not in self.notes and len(self.notes) < 8:
+                self.notes.append(note)
         tensor_args = [
             [list(value.shape), str(value.dtype).replace("torch.", "")]
             for value in bound.values()

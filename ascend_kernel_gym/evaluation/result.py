@@ -188,3 +188,86 @@ class EvalResult:
     @classmethod
     def from_json(cls, text: str) -> EvalResult:
         return cls.from_dict(json.loads(text))
+
+
+#: the largest result, as JSON (:meth:`EvalResult.to_json`), that :func:`bound_result` lets through
+MAX_RESULT_BYTES = 512 * 1024
+#: how :func:`bound_result`'s warning starts
+RESULT_CUT_NOTE = "result cut to fit"
+#: (characters kept of a string, items kept of a list or dict), tried in order until the result fits
+_CUTS = ((8000, 64), (2000, 16), (400, 4), (100, 1), (0, 0))
+#: room left for the warning that says what was cut
+_NOTE_ROOM = 512
+#: the fields :func:`bound_result` may cut, in the order they are cut
+_CUT_FIELDS = (
+    "launches",
+    "ascend_checks",
+    "timing",
+    "estimate",
+    "torch_ops",
+    "output_tail",
+    "warnings",
+    "hack_reasons",
+    "stage_durations",
+    "error_message",
+)
+
+
+def bound_result(result: EvalResult, max_bytes: int = MAX_RESULT_BYTES) -> EvalResult:
+    """Cut ``result`` in place until its JSON takes at most ``max_bytes``, with a warning that
+    says which fields were cut (a 16 MB constexpr string in every launch record, a flood of
+    warnings or printed output must not make a result of hundreds of megabytes).
+
+    Fields are cut one at a time, each first to long strings and lists and then shorter ones:
+    strings keep their start (``output_tail`` its end, which is what the candidate printed
+    last), lists and dicts their first items. Verdict fields (flags, error type, numbers) stay.
+    """
+    if len(result.to_json()) <= max_bytes:
+        return result
+    cut: list[str] = []
+    for chars, items, name in [(c, i, n) for c, i in _CUTS for n in _CUT_FIELDS]:
+        if len(result.to_json()) + _NOTE_ROOM <= max_bytes:
+            break
+        value = getattr(result, name)
+        if name == "launches":
+            shrunk: Any = [_cut_launch(launch, chars, items) for launch in value[:items]]
+        elif name == "output_tail":
+            shrunk = _cut_text(value, chars, keep_end=True)
+        elif name == "error_message":  # the verdict's explanation keeps its start
+            shrunk = _cut_text(value, max(chars, 400))
+        else:
+            shrunk = _cut_value(value, chars, items)
+        if shrunk != value:
+            setattr(result, name, shrunk)
+            if name not in cut:
+                cut.append(name)
+    result.warnings.append(f"{RESULT_CUT_NOTE} {max_bytes // 1024} KB: cut {', '.join(cut)}")
+    return result
+
+
+def _cut_text(text: str, chars: int, keep_end: bool = False) -> str:
+    if len(text) <= chars:
+        return text
+    note = f"[... {len(text) - chars} characters cut ...]"
+    return f"{note}\n{text[len(text) - chars :]}" if keep_end else f"{text[:chars]}{note}"
+
+
+def _cut_value(value: Any, chars: int, items: int) -> Any:
+    if isinstance(value, str):
+        return _cut_text(value, chars)
+    if isinstance(value, list):
+        return [_cut_value(v, chars, items) for v in value[:items]]
+    if isinstance(value, dict):
+        return {k: _cut_value(v, chars, items) for k, v in list(value.items())[:items]}
+    return value
+
+
+def _cut_launch(launch: LaunchRecord, chars: int, items: int) -> LaunchRecord:
+    return LaunchRecord(
+        kernel=_cut_text(launch.kernel, max(chars, 40)),
+        grid=launch.grid[:8],
+        constexprs=_cut_value(launch.constexprs, chars, items),
+        num_warps=launch.num_warps,
+        num_stages=launch.num_stages,
+        tensor_args=_cut_value(launch.tensor_args, chars, items),
+    )

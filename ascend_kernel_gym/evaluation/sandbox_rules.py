@@ -367,8 +367,74 @@ FORBIDDEN_DUNDER_DEFS: frozenset[str] = frozenset(
         "__instancecheck__",
         "__subclasscheck__",
         "__prepare__",
+        "__mro_entries__",
     }
 )
+
+#: Classes a candidate's class may derive from, by the dotted path of the base (see
+#: :func:`base_class_problem`): its own classes, plain Python and typing classes, ``nn.Module``
+#: and the other ``torch.nn`` modules, ``torch.autograd.Function``. Everything else is refused:
+#: a tensor or parameter class however spelled, a metaclass, and any base the checker cannot
+#: name (``class X(*bases)``, a base from a call or a variable).
+BASE_CLASS_ROOTS: frozenset[str] = frozenset(
+    {
+        "builtins",
+        "typing",
+        "typing_extensions",
+        "enum",
+        "abc",
+        "collections",
+        "numbers",
+        "functools",
+        "dataclasses",
+        "itertools",
+        "operator",
+        "warnings",
+    }
+)
+#: ``torch`` bases beyond ``torch.nn.*`` (its modules)
+TORCH_BASE_CLASSES: frozenset[str] = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+#: ``torch.nn`` names that are tensor classes, not modules
+TENSOR_CLASS_NAMES: frozenset[str] = frozenset(
+    {"Tensor", "Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "UninitializedTensorMixin"}
+)
+#: Metaclasses reachable from the allowed imports: calling one (or deriving from one) builds
+#: classes the checker cannot see.
+METACLASS_PATHS: frozenset[str] = frozenset(
+    {"builtins.type", "abc.ABCMeta", "enum.EnumMeta", "enum.EnumType", "torch.autograd.function.FunctionMeta"}
+)
+#: Calls that build a class from run-time values: the bases they get may be anything.
+CLASS_FACTORY_PATHS: dict[str, str] = {
+    "dataclasses.make_dataclass": "it builds a class from run-time bases; write a @dataclass class statement",
+}
+#: Where PyTorch turns a tensor into an instance of another class, or lets a class take over its
+#: operators: refused as attributes, ``getattr`` names and string constants alike.
+TENSOR_SUBCLASS_HOOKS: dict[str, str] = {
+    "__torch_function__": "tensor subclasses and operator overrides are forbidden",
+    "__torch_dispatch__": "tensor subclasses and operator overrides are forbidden",
+    "_make_subclass": "tensor subclasses are forbidden",
+    "_make_wrapper_subclass": "tensor subclasses are forbidden",
+    "as_subclass": "tensor subclasses are forbidden",
+}
+
+
+def base_class_problem(path: str | None) -> str | None:
+    """Why a class may not derive from the class at dotted ``path`` (None: unknown), or None."""
+    if path is None:
+        return "the checker cannot tell which class it is"
+    parts = path.split(".")
+    if path in METACLASS_PATHS or parts[-1].endswith("Meta"):
+        return "it is a metaclass; metaclasses are forbidden"
+    if parts[0] == "torch":
+        if parts[-1] in TENSOR_CLASS_NAMES or "parameter" in parts:
+            return "tensor subclasses are forbidden"
+        if path in TORCH_BASE_CLASSES or (len(parts) > 2 and parts[1] == "nn"):
+            return None
+        return "only torch.nn modules and torch.autograd.Function may be subclassed from torch"
+    if parts[0] in BASE_CLASS_ROOTS:
+        return None
+    return f"classes from `{parts[0]}` may not be subclassed"
+
 
 #: Non-dunder attribute names that give access to frames, code objects or raw memory.
 FORBIDDEN_ATTRS: dict[str, str] = {
@@ -403,6 +469,7 @@ FORBIDDEN_ATTRS: dict[str, str] = {
     "register_module_buffer_registration_hook": "global module hooks are not allowed",
     "register_module_parameter_registration_hook": "global module hooks are not allowed",
     "register_module_module_registration_hook": "global module hooks are not allowed",
+    **{name: reason for name, reason in TENSOR_SUBCLASS_HOOKS.items() if not name.startswith("__")},
 }
 
 _AUTOTUNE_HOOK = (
@@ -523,6 +590,13 @@ ALLOWED_TORCH_OPS: frozenset[str] = frozenset(
 #: Builtins a module may be passed to without escaping the checker (they only read or print it).
 HARMLESS_BUILTINS = frozenset(
     f"builtins.{name}" for name in ("print", "str", "repr", "format", "type", "isinstance", "id", "hash", "bool")
+)
+
+#: Builtins that only read the class handed to them (``isinstance(x, type(y))``, ``print(type(x))``).
+CLASS_READING_BUILTINS = HARMLESS_BUILTINS | {"builtins.issubclass"}
+#: Calls whose result is a plain tuple class, allowed as a base (``class P(namedtuple("P", "a b"))``).
+TUPLE_CLASS_FACTORIES: frozenset[str] = frozenset(
+    {"collections.namedtuple", "typing.NamedTuple", "typing_extensions.NamedTuple"}
 )
 
 #: Torch function names whose use in ``forward`` is worth a static warning (the recorder decides).

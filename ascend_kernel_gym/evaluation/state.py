@@ -15,7 +15,7 @@ from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.feedback import scrub_text
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.recorder import Recorder
-from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, EvalResult, Stage
+from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, EvalResult, Stage, bound_result
 from ascend_kernel_gym.evaluation.snapshot import LibrarySnapshot
 from ascend_kernel_gym.evaluation.wire import ZygoteLink, encode_result
 
@@ -88,16 +88,26 @@ class ChildState:
         self.result.stage = stage
 
     def finish(self) -> NoReturn:
-        """Complete the result (launches, operators, scrubbed texts, printed output), send it, exit."""
+        """Complete the result (launches, operators, scrubbed texts, printed output), send it, exit.
+
+        A kernel argument the recorder refused ends the evaluation as that refusal (a hack) even
+        where the candidate's code swallowed the exception, unless the result is a hack already.
+        The result is cut to :data:`MAX_RESULT_BYTES` (with a warning that says what was cut).
+        """
         self.stage(self.result.stage)
         if self.recorder is not None:
             self.result.launches = list(self.recorder.launches)
             self.result.torch_ops = sorted(self.recorder.ops)
+            self.result.warnings.extend(self.recorder.notes)
+            refusal = self.recorder.refusal
+            if refusal is not None and not self.result.hack:
+                apply_failure(self, refusal)
         self.result.error_message = scrub_text(self.result.error_message, self.sandbox)[:MAX_MESSAGE_CHARS]
         # Warnings and hack reasons may quote exception texts of candidate code (sandbox paths).
         self.result.warnings = [scrub_text(w, self.sandbox)[:MAX_MESSAGE_CHARS] for w in self.result.warnings]
         self.result.hack_reasons = [scrub_text(r, self.sandbox) for r in self.result.hack_reasons]
         self.result.output_tail = _read_output(self.sandbox, self.job.output_cap)
+        bound_result(self.result)
         self.writer.emit(self.result)
 
 

@@ -20,6 +20,8 @@ from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.static_names import is_main_guard, name_problems
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
+#: warnings a report keeps (then one line says how many more there were)
+MAX_WARNINGS = 40
 #: CPython 3.11's ast.parse is not thread-safe (concurrent calls can fail with "AST constructor
 #: recursion depth mismatch", cpython issue 106905): parses are serialised.
 _PARSE_LOCK = threading.Lock()
@@ -57,10 +59,11 @@ class StaticReport:
 
     @property
     def error_type(self) -> ErrorType:
-        """The most important violation's type (syntax > forbidden > missing ModelNew > no kernel)."""
+        """The most important violation's type (syntax > time-out > forbidden > missing ModelNew > no kernel)."""
         order = [
             ErrorType.NO_CODE,
             ErrorType.SYNTAX,
+            ErrorType.TIMEOUT,  # the static check ran past its limit (static_runner.py)
             ErrorType.FORBIDDEN,
             ErrorType.MISSING_MODEL_NEW,
             ErrorType.NO_TRITON_KERNEL,
@@ -99,8 +102,18 @@ class _Checker(ast.NodeVisitor):
         self._own_attributes: set[str] = set()
         #: the candidate's class names (never rebound)
         self._class_names: set[str] = set()
+        #: names that can only hold one of the candidate's class statements' classes: bound only
+        #: by class statements, or once, at module level, as ``Alias = OwnClass``
+        self._own_classes: set[str] = set()
         #: how many times each name is bound anywhere (assignments, imports, defs, parameters ...)
         self._bindings: dict[str, int] = {}
+        #: every node of the tree, walked once (the checks below pass over it several times)
+        self._nodes: list[ast.AST] = list(ast.walk(tree))
+        #: ``resolve`` per node (``id``); cleared whenever an alias changes. Without it a chain
+        #: ``a.b.c...`` of n attributes costs n² (each inner node resolves the chain below it).
+        self._resolved: dict[int, str | None] = {}
+        self._warned: set[str] = set()
+        self._warnings_cut = 0
 
     # --- helpers ---------------------------------------------------------------------------
     def fail(self, node: ast.AST | None, message: str, kind: ErrorType = ErrorType.FORBIDDEN) -> None:
@@ -115,11 +128,24 @@ class _Checker(ast.NodeVisitor):
 
     def warn(self, node: ast.AST, message: str) -> None:
         text = f"line {getattr(node, 'lineno', '?')}: {message}"
-        if text not in self.report.warnings:
+        if text in self._warned:
+            return
+        self._warned.add(text)
+        if len(self.report.warnings) < MAX_WARNINGS:
             self.report.warnings.append(text)
+        else:
+            self._warnings_cut += 1
 
     def resolve(self, node: ast.AST) -> str | None:
         """The dotted path an expression refers to, when it is rooted at an import or builtin."""
+        key = id(node)
+        if key in self._resolved:
+            return self._resolved[key]
+        path = self._resolve(node)
+        self._resolved[key] = path
+        return path
+
+    def _resolve(self, node: ast.AST) -> str | None:
         if isinstance(node, ast.Name):
             if node.id in self.aliases:
                 return self.aliases[node.id]
@@ -173,7 +199,7 @@ class _Checker(ast.NodeVisitor):
     def collect_aliases(self) -> None:
         rebound: set[str] = set()  # names bound other than by their def / class statement
         bindings = self._bindings
-        for node in ast.walk(self.tree):
+        for node in self._nodes:
             if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 rebound.add(node.id)
                 bindings[node.id] = bindings.get(node.id, 0) + 1
@@ -234,7 +260,7 @@ class _Checker(ast.NodeVisitor):
         # Assignments of resolvable paths (``f = torch.compile``), iterated to a fixed point.
         for _ in range(4):
             changed = False
-            for node in ast.walk(self.tree):
+            for node in self._nodes:
                 pairs: list[tuple[ast.AST, ast.AST]] = []
                 if isinstance(node, ast.Assign):
                     pairs = [(t, node.value) for t in node.targets]
@@ -245,23 +271,46 @@ class _Checker(ast.NodeVisitor):
                         path = self.resolve(value)
                         if path and self.aliases.get(target.id) != path:
                             self.aliases[target.id] = path
+                            self._resolved.clear()
                             changed = True
             if not changed:
                 break
-        for node in ast.walk(self.tree):
+        for node in self._nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.is_triton_function(node):
                 self._plain_callables.discard(node.name)
         self._class_names -= rebound
+        self._collect_own_classes()
         # A name also bound as a variable may hold anything by the time a kernel sees it; lambdas
         # assigned to a name stay plain Python.
         lambdas = {
             t.id
-            for n in ast.walk(self.tree)
+            for n in self._nodes
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Lambda)
             for t in n.targets
             if isinstance(t, ast.Name)
         }
         self._plain_callables -= rebound - lambdas
+
+    def _collect_own_classes(self) -> None:
+        statements: dict[str, int] = {}
+        for node in self._nodes:
+            if isinstance(node, ast.ClassDef):
+                statements[node.name] = statements.get(node.name, 0) + 1
+        own = {name for name, count in statements.items() if self._bindings.get(name) == count}
+        aliases = [
+            (stmt.targets[0].id, stmt.value.id)
+            for stmt in self.tree.body
+            if isinstance(stmt, ast.Assign)
+            and isinstance(stmt.value, ast.Name)
+            and self._sole_module_alias(stmt)
+            and stmt.targets[0].id not in self.aliases
+        ]
+        for _ in aliases:  # to a fixed point: an alias of an alias
+            grown = {alias for alias, value in aliases if value in own} - own
+            if not grown:
+                break
+            own |= grown
+        self._own_classes = own
 
     # --- visitors -----------------------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
@@ -307,6 +356,10 @@ class _Checker(ast.NodeVisitor):
                 self.fail(node, f"`{name}` is forbidden: {rules.FORBIDDEN_BUILTINS[name]}")
             elif name in rules.ATTR_BUILTINS and not getattr(node, "_akg_called", False):
                 self.fail(node, f"`{name}` may only be called directly with a literal attribute name")
+            elif name == "type" and not getattr(node, "_akg_called", False):
+                problem = self._class_of_problem(node)
+                if problem is not None:
+                    self.fail(node, f"`type`: {problem}")
         if (self._kernel_depth or self._constexpr_depth) and path and path.split(".")[0] == "torch":
             self.fail(
                 node,
@@ -384,6 +437,10 @@ class _Checker(ast.NodeVisitor):
                 self.fail(node, f"assigning to `{path}` is forbidden (monkeypatching libraries is not allowed)")
             elif isinstance(node.ctx, ast.Load) and not path.startswith("builtins.") and self._escapes_to(node):
                 self.report.escaping.add(path)  # the child refuses it if it is a module
+        if attr == "__class__" and isinstance(node.ctx, ast.Load):
+            problem = self._class_of_problem(node)
+            if problem is not None:
+                self.fail(node, f"`{_source(node)}`: {problem}")
         if len(self.report.violations) == before:
             is_dunder = attr.startswith("__") and attr.endswith("__")
             if is_dunder and isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -439,6 +496,8 @@ class _Checker(ast.NodeVisitor):
                 attr = node.args[1].value
                 if name == "setattr" and attr.startswith("__") and attr.endswith("__"):
                     self.fail(node, f"`setattr(..., {attr!r})` is forbidden (changing special methods)")
+                elif attr == "__class__":
+                    self.fail(node, f"`{name}(..., '__class__')` is forbidden; write `x.__class__`")
                 elif attr.startswith("__") and attr.endswith("__") and attr not in rules.SAFE_DUNDER_ATTRS:
                     self.fail(node, f"`{name}(..., {attr!r})` is forbidden (dunder access)")
                 elif attr in rules.FORBIDDEN_ATTRS:
@@ -454,6 +513,18 @@ class _Checker(ast.NodeVisitor):
                         self.fail(node, f"`setattr` on `{target}` is forbidden (monkeypatching libraries)")
         elif func_path == "builtins.type" and len(node.args) == 3:
             self.fail(node, "creating classes with type(name, bases, dict) is forbidden")
+        elif func_path in rules.METACLASS_PATHS and func_path != "builtins.type":
+            self.fail(node, f"calling the metaclass `{func_path}` is forbidden: it builds classes")
+        elif func_path in rules.CLASS_FACTORY_PATHS:
+            self.fail(node, f"`{func_path}` is forbidden: {rules.CLASS_FACTORY_PATHS[func_path]}")
+        elif (
+            func_path is not None and func_path.split(".")[0] == "enum" and any(k.arg == "type" for k in node.keywords)
+        ):
+            self.fail(node, "the functional Enum API with `type=` is forbidden: it builds a class on a run-time base")
+        if func_path == "builtins.type" and len(node.args) == 1:
+            problem = self._class_of_problem(node)
+            if problem is not None:
+                self.fail(node, f"`{_source(node)}`: {problem}")
         callee = node.func.value if isinstance(node.func, ast.Attribute) else node.func  # ``Host.scan(x)`` too
         if self._kernel_depth and isinstance(callee, ast.Name) and callee.id in self._plain_callables:
             self.fail(
@@ -485,6 +556,9 @@ class _Checker(ast.NodeVisitor):
         if isinstance(node.value, str) and node.value in rules.FORBIDDEN_KEYWORDS:
             # ``**{"post_hook": f}`` or a dict built elsewhere and unpacked into a call
             self.fail(node, f"the name {node.value!r} is forbidden: {rules.FORBIDDEN_KEYWORDS[node.value]}")
+        elif isinstance(node.value, str) and node.value in rules.TENSOR_SUBCLASS_HOOKS:
+            # a class namespace built as a dict, a name looked up at run time
+            self.fail(node, f"the name {node.value!r} is forbidden: {rules.TENSOR_SUBCLASS_HOOKS[node.value]}")
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         if isinstance(node.op, ast.MatMult) and self._forward_depth and not self._kernel_depth:
@@ -514,8 +588,14 @@ class _Checker(ast.NodeVisitor):
             name = path.rsplit(".", 1)[-1] if path else (base.id if isinstance(base, ast.Name) else None)
             if name == "Model" or (path and path.endswith(".Model")):
                 self.fail(node, f"class `{node.name}` subclasses the reference `Model`; write your own nn.Module")
-            if path in ("torch.Tensor", "torch._C.TensorBase", "torch.nn.Parameter"):
-                self.fail(node, f"class `{node.name}` subclasses `{path}`; tensor subclasses are forbidden")
+            problem = self._base_problem(base)
+            if problem is not None:
+                self.fail(
+                    node,
+                    f"class `{node.name}` derives from `{_source(base)}`: {problem} (a class may derive only from "
+                    "nn.Module and other torch.nn modules, torch.autograd.Function, plain Python and typing classes, "
+                    "and your own classes)",
+                )
         for keyword in node.keywords:
             if keyword.arg == "metaclass":
                 self.fail(node, f"class `{node.name}` sets a metaclass; metaclasses are forbidden")
@@ -523,6 +603,49 @@ class _Checker(ast.NodeVisitor):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in rules.FORBIDDEN_DUNDER_DEFS:
                 self.fail(stmt, f"defining `{stmt.name}` is forbidden")
         self.generic_visit(node)
+
+    def _base_problem(self, base: ast.expr) -> str | None:
+        """Why ``base`` may not be a base class (see ``rules.base_class_problem``), or None."""
+        if isinstance(base, ast.Name) and base.id in self._own_classes:
+            return None  # the candidate's own class statement: checked on its own
+        if isinstance(base, ast.Subscript):  # ``Generic[T]``, ``dict[str, int]``: the subscripted class
+            return self._base_problem(base.value)
+        if isinstance(base, ast.Call):  # ``namedtuple("P", "a b")``: a tuple class
+            if self.resolve(base.func) in rules.TUPLE_CLASS_FACTORIES:
+                return None
+            return "a base computed by a call is forbidden"
+        if isinstance(base, ast.Starred):
+            return "bases unpacked from a sequence are forbidden"
+        return rules.base_class_problem(self.resolve(base))
+
+    def _class_of_problem(self, node: ast.expr) -> str | None:
+        """For ``type(x)``, ``x.__class__`` and the builtin ``type`` itself: why this use is refused.
+
+        They may be compared, printed, read from (``type(self)._cache``, ``x.__class__.__name__``)
+        and called directly as ``type(x)``; calling them otherwise (``type(t)("X", (t,), {})``,
+        ``x.__class__(...)``), passing them around or storing them reaches metaclasses, which
+        build classes the checker cannot see."""
+        parent = getattr(node, "_akg_parent", None)
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            if parent.attr == "__call__":
+                return "calling a class's metaclass is forbidden"
+            return None
+        if isinstance(parent, (ast.Compare, ast.FormattedValue)):
+            return None
+        if isinstance(parent, ast.Subscript) and parent.slice is node:
+            return None  # a lookup key: ``handlers[type(x)]``
+        if isinstance(parent, ast.Call) and node in parent.args:
+            if self.resolve(parent.func) in rules.CLASS_READING_BUILTINS:
+                return None
+        if isinstance(parent, ast.Call) and parent.func is node:
+            if self.resolve(node) == "builtins.type" and len(parent.args) == 1 and not parent.keywords:
+                return None  # ``type(x)`` itself
+            return "calling a class's metaclass (or an object's class) is forbidden: it can build classes"
+        if isinstance(parent, (ast.AnnAssign, ast.arg)) or (
+            isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and parent.returns is node
+        ):
+            return None  # an annotation
+        return "passing or storing an object's class (or `type`) is forbidden: it can build classes"
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         is_kernel = self.is_kernel(node)
@@ -570,6 +693,8 @@ class _Checker(ast.NodeVisitor):
 
     # --- whole-module checks ------------------------------------------------------------------
     def finish(self) -> None:
+        if self._warnings_cut:
+            self.report.warnings.append(f"... and {self._warnings_cut} more warnings")
         has_model_new = False
         for node in self.tree.body:
             if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
@@ -586,7 +711,7 @@ class _Checker(ast.NodeVisitor):
                 ErrorType.MISSING_MODEL_NEW,
             )
         # ``kernel = triton.jit(fn)`` also counts.
-        for node in ast.walk(self.tree):
+        for node in self._nodes:
             if isinstance(node, ast.Call) and self.resolve(node.func) in rules.TRITON_JIT_PATHS and node.args:
                 arg = node.args[0]
                 if isinstance(arg, ast.Name):
@@ -598,6 +723,15 @@ class _Checker(ast.NodeVisitor):
                 "ModelNew.forward as kernel[grid](...)",
                 ErrorType.NO_TRITON_KERNEL,
             )
+
+
+def _source(node: ast.AST, limit: int = 80) -> str:
+    """The source text of ``node`` for a message, shortened."""
+    try:
+        text = ast.unparse(node)
+    except (ValueError, RecursionError):
+        return "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _is_private(name: str) -> bool:

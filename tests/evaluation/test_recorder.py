@@ -3,9 +3,14 @@ checked calls, the stream probes of the timing stage, its helpers."""
 
 from __future__ import annotations
 
+import collections
+import enum
 import math
+import os
+import re
 import subprocess
 import sys
+import typing
 
 import torch
 
@@ -49,11 +54,9 @@ def test_written_memory_and_unrecorded_calls_are_left_alone() -> None:
 
 
 def test_kernel_arguments_that_imitate_tensors_are_refused() -> None:
-    import pytest
+    from ascend_kernel_gym.evaluation.launch_args import LaunchArgumentPolicy
 
-    from ascend_kernel_gym.evaluation.errors import StageError
-    from ascend_kernel_gym.evaluation.recorder import _refuse_imitations
-
+    policy = LaunchArgumentPolicy()
     ran = []
 
     class Trojan:
@@ -71,10 +74,12 @@ def test_kernel_arguments_that_imitate_tensors_are_refused() -> None:
         pass
 
     plain = [torch.zeros(2), torch.nn.Parameter(torch.zeros(2)), 3, 2.5, True, None, "relu", (1, (torch.ones(1),))]
-    _refuse_imitations(plain)
+    assert policy.check("k", [(f"a{i}", v) for i, v in enumerate(plain)]) is None
     for bad in (Trojan(), Lazy(), Shaped((1, 2)), (1, Trojan())):
-        with pytest.raises(StageError, match=r"acts like one|of a type of your own"):
-            _refuse_imitations([torch.zeros(1), bad])
+        refusal = policy.check("k", [("x_ptr", torch.zeros(1)), ("y_ptr", bad)])
+        assert refusal is not None
+        assert re.search(r"not a torch.Tensor|not a tensor or a plain value", refusal.message)
+        assert "argument `y_ptr`" in refusal.message and "kernel `k`" in refusal.message
     assert ran == []  # refused without running any of the object's own code
 
 
@@ -250,3 +255,210 @@ def test_recorder_probes_every_launch_while_a_stream_probe_is_set() -> None:
     out = subprocess.run([sys.executable, "-c", PROBE_SCRIPT], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "probes 1" in out.stdout
+
+
+# --- issue 21, point 4: exact tensors and plain values only -------------------------------------
+def test_only_exact_tensors_and_plain_values_pass_and_nothing_of_the_value_runs() -> None:
+    import triton.language as tl
+
+    from ascend_kernel_gym.evaluation.launch_args import LaunchArgumentPolicy
+    from ascend_kernel_gym.evaluation.result import ErrorType
+
+    policy = LaunchArgumentPolicy()  # built before the classes below exist: none of them is known
+    ran: list[str] = []
+
+    class Sub(torch.Tensor):
+        def new_empty(self, *args, **kwargs):
+            ran.append("new_empty")
+            return super().new_empty(*args, **kwargs)
+
+    class Param(torch.nn.Parameter):
+        pass
+
+    class Meta(type):
+        def __getattribute__(cls, name):
+            ran.append(f"meta.{name}")
+            return super().__getattribute__(name)
+
+        def __instancecheck__(cls, obj):
+            ran.append("instancecheck")
+            return True
+
+        def __eq__(cls, other):
+            ran.append("eq")
+            return True
+
+        def __hash__(cls):
+            ran.append("hash")
+            return 0
+
+    class Odd(metaclass=Meta):
+        pass
+
+    class CudaLike:
+        __cuda_array_interface__: typing.ClassVar[dict] = {
+            "data": (0, False),
+            "shape": (4,),
+            "typestr": "<f4",
+            "version": 3,
+        }
+
+    class Mode(enum.IntEnum):
+        A = 1
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    class Typed(typing.NamedTuple):
+        a: torch.Tensor
+        b: int
+
+    x = torch.zeros(4)
+    allowed = [
+        x,
+        torch.nn.Parameter(x.clone()),
+        0,
+        1.5,
+        False,
+        None,
+        "s",
+        torch.float16,
+        tl.float32,
+        tl.pointer_type(tl.float32),
+        tl.constexpr(8),
+        tl.constexpr(None),
+        tl.maximum,
+        (x, 2),
+        Pair(x, 1),
+        Typed(x, 2),
+        ((((x,),),),),
+    ]
+    for value in allowed:
+        assert policy.problem(value) is None, value
+    refused = {
+        "tensor subclass": x.as_subclass(Sub),
+        "parameter subclass": Param(x.clone()),
+        "metaclass": Odd(),
+        "cuda array interface": CudaLike(),
+        "int enum": Mode.A,
+        "list": [x],
+        "wrapped fake": tl.constexpr(CudaLike()),
+        "namedtuple of a subclass": Pair(x.as_subclass(Sub), 1),
+        "too deep": (((((((((((x,),),),),),),),),),),),
+        "a size": torch.Size([4]),
+    }
+    for what, value in refused.items():
+        refusal = policy.check("relu_kernel", [("x_ptr", x), ("out_ptr", value)])
+        assert refusal is not None, what
+        assert refusal.error_type == ErrorType.FORBIDDEN and "argument `out_ptr`" in refusal.message, what
+    assert "`Sub`, not a torch.Tensor" in policy.check("k", [("x", x.as_subclass(Sub))]).message
+    assert "`Odd` object" in policy.check("k", [("x", Odd())]).message
+    assert ran == [], ran
+
+
+def test_tensor_descriptors_pass_only_over_exact_tensors() -> None:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from ascend_kernel_gym.evaluation.launch_args import LaunchArgumentPolicy
+
+    policy = LaunchArgumentPolicy()
+    base = torch.zeros(16, 16)
+    honest = TensorDescriptor.from_tensor(base, [8, 8])
+    assert policy.problem(honest) is None
+
+    class Sub(torch.Tensor):
+        pass
+
+    forged = object.__new__(TensorDescriptor)
+    forged.__dict__.update(vars(honest), base=base.as_subclass(Sub))
+    assert "base is not exactly a torch.Tensor" in policy.problem(forged)
+    odd_shape = object.__new__(TensorDescriptor)
+    odd_shape.__dict__.update(vars(honest), shape=[16, 16.5])
+    assert "shape is not a sequence of ints" in policy.problem(odd_shape)
+
+
+def test_long_constexpr_strings_are_cut_in_launch_records() -> None:
+    from ascend_kernel_gym.evaluation.recorder import MAX_RECORD_STRING, _jsonable
+
+    big = "x" * (16 << 20)
+    kept = _jsonable(big)
+    assert len(kept) < MAX_RECORD_STRING + 40 and kept.endswith(f"[{len(big) - MAX_RECORD_STRING} characters cut]")
+    assert _jsonable("short") == "short"
+
+
+REFUSAL_SCRIPT = r'''
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import types
+import torch, triton, triton.language as tl
+from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.recorder import Recorder
+
+recorder = Recorder("probe_candidate")
+recorder.install()
+mod = types.ModuleType("probe_candidate")
+source = """
+import torch, triton, triton.language as tl
+ran = []
+class Lazy(torch.Tensor):
+    def new_empty(self, *args, **kwargs):
+        ran.append("new_empty")
+        return super().new_empty(*args, **kwargs)
+    def zero_(self):
+        ran.append("zero_")
+        return super().zero_()
+    def data_ptr(self):
+        ran.append("data_ptr")
+        return super().data_ptr()
+@triton.jit
+def copy_kernel(x, y, n, BLOCK: tl.constexpr, NOTE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y + offs, tl.load(x + offs, mask=offs < n), mask=offs < n)
+@triton.autotune(configs=[triton.Config({"BLOCK": 4}), triton.Config({"BLOCK": 8})], key=["n"], reset_to_zero=["y"])
+@triton.jit
+def tuned_kernel(x, y, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y + offs, tl.load(x + offs, mask=offs < n), mask=offs < n)
+"""
+path = os.path.join(os.environ["PROBE_DIR"], "probe_candidate.py")
+with open(path, "w") as handle:
+    handle.write(source)
+exec(compile(source, path, "exec"), mod.__dict__)
+x = torch.arange(8.0)
+y = torch.empty_like(x)
+big = "n" * (16 << 20)
+with recorder.recording_forward((x,)):
+    mod.copy_kernel[(1,)](x, y, 8, BLOCK=8, NOTE=big)  # exact tensors: launched and recorded
+assert torch.equal(x, y)
+record = recorder.launches[0]
+print("record", len(record.constexprs["NOTE"]), "notes", len(recorder.notes), "NOTE" in recorder.notes[0])
+outcomes = []
+for name, launch in [
+    ("recorded", lambda: mod.copy_kernel[(1,)](x, y.as_subclass(mod.Lazy), 8, BLOCK=8, NOTE="")),
+    ("unrecorded", lambda: mod.copy_kernel[(1,)](x.as_subclass(mod.Lazy), y, 8, BLOCK=8, NOTE="")),
+    ("autotuned", lambda: mod.tuned_kernel[(1,)](x, y.as_subclass(mod.Lazy), 8)),
+]:
+    try:
+        if name == "unrecorded":
+            launch()
+        else:
+            with recorder.recording_forward((x,)):
+                launch()
+    except StageError as exc:
+        outcomes.append((name, exc.error_type.value, exc.message.split(";")[0]))
+print("outcomes", outcomes)
+print("ran", mod.ran, "refusal", recorder.refusal is not None)
+'''
+
+
+def test_a_tensor_subclass_argument_is_refused_before_triton_or_the_harness_touches_it(tmp_path) -> None:
+    env = {**os.environ, "PROBE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", REFUSAL_SCRIPT], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    from ascend_kernel_gym.evaluation.recorder import MAX_RECORD_STRING
+
+    cut = len(f"... [{(16 << 20) - MAX_RECORD_STRING} characters cut]")
+    assert f"record {MAX_RECORD_STRING + cut} notes 1 True" in out.stdout, out.stdout
+    assert "('recorded', 'forbidden', 'kernel `copy_kernel`: argument `y` is a `Lazy`" in out.stdout, out.stdout
+    assert "('unrecorded', 'forbidden', 'kernel `copy_kernel`: argument `x` is a `Lazy`" in out.stdout
+    assert "('autotuned', 'forbidden', 'kernel `tuned_kernel`: argument `y` is a `Lazy`" in out.stdout
+    assert "ran [] refusal True" in out.stdout  # none of the subclass's methods ran

@@ -131,3 +131,34 @@ def test_requests_and_results_cross_process_boundaries_by_pickle() -> None:
     assert EvalRequest(task=task, code="").measure_performance is True  # the default measures where it can
     result = full_result()
     assert pickle.loads(pickle.dumps(result)) == result
+
+
+# --- issue 21, point 5: bounded results ----------------------------------------------------------
+def test_a_result_within_the_bound_is_left_as_it_is() -> None:
+    from ascend_kernel_gym.evaluation.result import bound_result
+
+    result = full_result()
+    before = result.to_json()
+    assert bound_result(result) is result and result.to_json() == before
+
+
+def test_a_16mb_constexpr_in_every_launch_record_is_cut_below_1mb_with_a_note() -> None:
+    from ascend_kernel_gym.evaluation.result import MAX_RESULT_BYTES, RESULT_CUT_NOTE, bound_result
+
+    big = "x" * (16 << 20)
+    result = full_result()
+    result.launches = [LaunchRecord("k", [1], {"NOTE": big, "BLOCK": 1024}) for _ in range(7)]
+    result.output_tail = "p" * 300_000
+    result.warnings = [f"warning {i}: " + "w" * 3000 for i in range(500)]
+    verdict = {name: getattr(result, name) for name in ("correct", "hack", "error_type", "speedup", "trials_passed")}
+    bound_result(result)
+    text = result.to_json()
+    assert len(text.encode()) <= MAX_RESULT_BYTES < 1 << 20
+    note = result.warnings[-1]
+    assert note.startswith(RESULT_CUT_NOTE) and "launches" in note and "output_tail" in note
+    assert {name: getattr(result, name) for name in verdict} == verdict
+    assert result.launches and result.launches[0].constexprs["BLOCK"] == 1024  # small values stay
+    kept = result.launches[0].constexprs["NOTE"]
+    assert len(kept) < 10_000 and kept.endswith("characters cut ...]")
+    assert result.output_tail.endswith("p") and "characters cut" in result.output_tail  # the end is kept
+    assert EvalResult.from_json(text).warnings[-1] == note  # still a valid result

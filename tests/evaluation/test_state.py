@@ -65,3 +65,71 @@ def test_a_failure_marked_hack_makes_the_result_a_hack(hack: bool) -> None:
     assert result.error_type == ErrorType.OUT_OF_BOUNDS and not result.correct
     assert result.hack is hack
     assert result.hack_reasons == (["out_of_bounds: kernel 'k': out-of-bounds write"] if hack else [])
+
+
+def _finished(state: ChildState) -> EvalResult:
+    class Captured(Exception):
+        pass
+
+    class Writer:
+        def emit(self, result: EvalResult):
+            raise Captured(result)
+
+    state.writer = Writer()  # type: ignore[assignment]
+    with pytest.raises(Captured) as info:
+        state.finish()
+    return info.value.args[0]
+
+
+def _state(tmp_path, result: EvalResult) -> ChildState:
+    from ascend_kernel_gym.evaluation.recorder import Recorder
+
+    task = get_task("core/L1/relu")
+    state = ChildState(
+        job=Job(task=task, code="", code_hash="x", backend="interpreter", profile="small", sandbox=str(tmp_path)),
+        result=result,
+        writer=None,  # type: ignore[arg-type]
+        sandbox=str(tmp_path),
+    )
+    state.recorder = Recorder("akg_candidate")
+    return state
+
+
+def test_a_refused_kernel_argument_the_candidate_swallowed_still_ends_as_a_hack(tmp_path) -> None:
+    """Issue 21: a `with` block whose `__exit__` swallows the refusal cannot make the result pass."""
+    from ascend_kernel_gym.evaluation.errors import StageError
+
+    result = EvalResult(task_id="core/L1/relu", backend="interpreter", profile="small", code_hash="x", correct=True)
+    state = _state(tmp_path, result)
+    message = "kernel `relu`: argument `y` is a `Lazy`, not a torch.Tensor; ..."
+    state.recorder.refusal = StageError(ErrorType.FORBIDDEN, message)
+    sent = _finished(state)
+    assert not sent.correct and sent.hack and sent.error_type == ErrorType.FORBIDDEN
+    assert sent.error_message == message and sent.hack_reasons == [f"forbidden: {message}"]
+
+
+def test_a_refusal_does_not_replace_a_hack_already_found(tmp_path) -> None:
+    from ascend_kernel_gym.evaluation.errors import StageError
+
+    result = EvalResult(task_id="core/L1/relu", backend="interpreter", profile="small", code_hash="x")
+    result.error_type, result.hack, result.error_message = ErrorType.OUT_OF_BOUNDS, True, "kernel 'k': write"
+    state = _state(tmp_path, result)
+    state.recorder.refusal = StageError(ErrorType.FORBIDDEN, "kernel `k`: argument `y` ...")
+    sent = _finished(state)
+    assert sent.error_type == ErrorType.OUT_OF_BOUNDS and sent.error_message == "kernel 'k': write"
+
+
+def test_the_result_sent_is_bounded_and_says_what_was_cut(tmp_path) -> None:
+    """Long constexpr strings in launch records and a flood of output: the message stays under 1 MB."""
+    from ascend_kernel_gym.evaluation.result import RESULT_CUT_NOTE, LaunchRecord
+
+    result = EvalResult(task_id="core/L1/relu", backend="interpreter", profile="small", code_hash="x", correct=True)
+    state = _state(tmp_path, result)
+    state.recorder.launches = [LaunchRecord("k", [1], {"NOTE": "n" * (2 << 20)}) for _ in range(8)]
+    state.recorder.notes = ["launch records of kernel `k`: NOTE cut (a record keeps 256 characters of a string)"]
+    (tmp_path / "output.txt").write_text("printed\n" * 100_000)
+    sent = _finished(state)
+    assert len(sent.to_json().encode()) < 1 << 20
+    assert sent.correct and not sent.hack
+    assert state.recorder.notes[0] in sent.warnings
+    assert sent.warnings[-1].startswith(RESULT_CUT_NOTE) and "launches" in sent.warnings[-1]

@@ -308,3 +308,121 @@ def test_a_module_alias_by_assignment_is_an_alias_only_when_bound_once_at_module
     in_class = KERNEL + "\nimport typing\n\n\nclass Box:\n    mod = typing.collections\n"
     assert "typing.collections" in check_source(in_class).escaping
     assert check_source(KERNEL + '\n__version__ = "0.1"\n').ok
+
+
+# --- issue 21, point 4: tensor subclasses, metaclasses and class factories ----------------------
+@pytest.mark.parametrize(
+    ("snippet", "needle"),
+    [
+        ("class P(nn.Parameter):\n    pass", "tensor subclasses are forbidden"),
+        ("from torch.nn import Parameter as Q\nclass P(Q):\n    pass", "tensor subclasses are forbidden"),
+        ("from torch.nn.parameter import Buffer\nclass P(Buffer):\n    pass", "tensor subclasses are forbidden"),
+        ("T = torch.Tensor\nclass P(T):\n    pass", "tensor subclasses are forbidden"),
+        ("def f():\n    class P(torch.Tensor):\n        pass\n    return P", "tensor subclasses are forbidden"),
+        ("class P(torch.masked.MaskedTensor):\n    pass", "only torch.nn modules"),
+        ("bases = (torch.Tensor,)\nclass P(*bases):\n    pass", "bases unpacked from a sequence"),
+        ("def f():\n    return torch.Tensor\nclass P(f()):\n    pass", "a base computed by a call"),
+        ("class P([torch.Tensor][0]):\n    pass", "cannot tell which class it is"),
+        ("class P(tl.constexpr):\n    pass", "classes from `triton` may not be subclassed"),
+        ("class M(type):\n    pass", "metaclasses are forbidden"),
+        ("import abc\nclass M(abc.ABCMeta):\n    pass", "metaclasses are forbidden"),
+        ("P = type(torch.Tensor)('P', (torch.Tensor,), {})", "calling a class's metaclass"),
+        ("M = type(torch.Tensor)", "passing or storing an object's class"),
+        ("P = torch.Tensor.__class__('P', (torch.Tensor,), {})", "calling a class's metaclass"),
+        ("P = type.__call__(type, 'P', (torch.Tensor,), {})", "calling a class's metaclass"),
+        ("t = type\nP = t('P', (torch.Tensor,), {})", "passing or storing"),
+        ("P = [type][0]('P', (torch.Tensor,), {})", "passing or storing"),
+        ("P = getattr(torch.Tensor, '__class__')", "write `x.__class__`"),
+        ("class A:\n    def again(self):\n        return self.__class__()", "calling a class's metaclass"),
+        ("import abc\nP = abc.ABCMeta('P', (torch.Tensor,), {})", "calling the metaclass `abc.ABCMeta`"),
+        ("import dataclasses\nP = dataclasses.make_dataclass('P', [], bases=(torch.Tensor,))", "make_dataclass"),
+        ("import enum\nE = enum.Enum('E', 'a', type=torch.Tensor)", "functional Enum API"),
+        ("class B:\n    def __mro_entries__(self, bases):\n        return (torch.Tensor,)", "`__mro_entries__`"),
+        ("NS = {'__torch_function__': None}", "tensor subclasses and operator overrides"),
+        ("NS = {'__torch_dispatch__': None}", "tensor subclasses and operator overrides"),
+        ("def g(x):\n    return x.as_subclass(torch.Tensor)", "`.as_subclass` is forbidden"),
+        ("def g(x):\n    return getattr(x, '_make_wrapper_subclass')", "tensor subclasses are forbidden"),
+        ("def g(x):\n    return x._make_subclass", "tensor subclasses are forbidden"),
+    ],
+)
+def test_tensor_subclasses_and_class_factories_are_refused(snippet: str, needle: str) -> None:
+    report = check_source(KERNEL + "\n" + snippet + "\n")
+    assert report.error_type == ErrorType.FORBIDDEN, snippet
+    assert needle in report.message(), report.message()
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "class Helper:\n    def __init__(self):\n        self.block = 1024",
+        "import typing\nclass Cfg(typing.NamedTuple):\n    block: int\n    warps: int",
+        "import collections\nclass Cfg(collections.namedtuple('Cfg', 'block warps')):\n    pass",
+        "import dataclasses\n@dataclasses.dataclass\nclass Cfg:\n    block: int = 1024",
+        "class ShapeError(ValueError):\n    pass",
+        "import enum\nclass Mode(enum.IntEnum):\n    A = 1",
+        "import abc\nclass Base(abc.ABC):\n    pass",
+        "import typing\nT = typing.TypeVar('T')\nclass Box(typing.Generic[T]):\n    pass",
+        "class F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return x",
+        "class L(nn.Linear):\n    pass",
+        "class Own(nn.Module):\n    pass\nclass Mine(Own):\n    pass\nAlias = Mine\nclass Leaf(Alias):\n    pass",
+        "def same(x, y):\n    return isinstance(x, type(y)) and type(x) is type(y) and x.__class__.__name__ == 'T'",
+        "def describe(x):\n    return f'{type(x)}: {type(x).__name__}'",
+        "H = {int: 1}\ndef pick(x):\n    return H[type(x)]",
+        "class M:\n    _cache = {}\n    def f(self):\n        return type(self)._cache",
+        "def f(c: type) -> type:\n    return int",
+        "class W(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.w = nn.Parameter(torch.zeros(3))",
+        '"""Mentions __torch_function__ and as_subclass in a docstring."""',
+    ],
+)
+def test_honest_classes_stay_allowed(snippet: str) -> None:
+    report = check_source(KERNEL + "\n" + snippet + "\n")
+    assert report.ok, report.message()
+
+
+def test_a_module_level_alias_of_an_own_class_is_a_base_but_a_rebound_one_is_not() -> None:
+    kept = "_First = ModelNew\n\nclass ModelNew(_First):\n    pass\n"
+    assert check_source(KERNEL + kept).ok, check_source(KERNEL + kept).message()
+    rebound = "_First = ModelNew\nif n_rows:\n    _First = torch.Tensor\n\nclass ModelNew(_First):\n    pass\n"
+    report = check_source(KERNEL + "n_rows = 1\n" + rebound)
+    assert report.error_type == ErrorType.FORBIDDEN
+    assert "class `ModelNew` derives from `_First`" in report.message(), report.message()
+
+
+def test_deep_attribute_chains_cost_linear_time() -> None:
+    """``resolve`` is memoised: each node of a chain is resolved once (not once per enclosing node)."""
+    from ascend_kernel_gym.evaluation import static
+
+    calls = 0
+    original = static._Checker._resolve
+
+    def counting(self, node):
+        nonlocal calls
+        calls += 1
+        return original(self, node)
+
+    depth, lines = 150, 40
+    code = KERNEL + "".join(f"v{i} = torch" + ".a" * depth + "\n" for i in range(lines))
+    static._Checker._resolve = counting  # type: ignore[method-assign]
+    try:
+        report = check_source(code)
+    finally:
+        static._Checker._resolve = original  # type: ignore[method-assign]
+    assert report.ok, report.message()
+    nodes = depth * lines
+    assert calls < 4 * nodes, f"{calls} resolutions for {nodes} attribute nodes"
+
+
+def test_warnings_are_capped() -> None:
+    body = "".join(f"        y{i} = torch.relu(x)\n" for i in range(400))
+    code = KERNEL.replace("        k[(1,)]", body + "        k[(1,)]")
+    report = check_source(code)
+    assert report.ok, report.message()
+    assert len(report.warnings) <= static_max_warnings() + 1
+    assert report.warnings[-1].startswith("... and ") and "more warnings" in report.warnings[-1]
+
+
+def static_max_warnings() -> int:
+    from ascend_kernel_gym.evaluation.static import MAX_WARNINGS
+
+    return MAX_WARNINGS
