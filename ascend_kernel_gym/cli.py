@@ -13,9 +13,11 @@ from collections.abc import Sequence
 COMMAND_MODULES = (
     "ascend_kernel_gym.tasks.cli",  # tasks, doctor
     "ascend_kernel_gym.evaluation.cli",  # check
+    "ascend_kernel_gym.ascend.cli",  # ascend setup, ascend status
     "ascend_kernel_gym.kb_index.cli",  # kb
     "ascend_kernel_gym.leaderboard.cli",  # eval, report, submit, verify, leaderboard
     "ascend_kernel_gym.agents.cli",  # train
+    "ascend_kernel_gym.integrations.cli",  # serve openenv
 )
 
 

@@ -45,6 +45,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="Ascend rule checks: off, warn (default) or enforce (violations fail the check)",
     )
     parser.add_argument("--ascend-profile", default="910B3", help="Ascend chip profile for checks and estimates")
+    parser.add_argument(
+        "--ascend-lower",
+        default="warn",
+        choices=("off", "warn", "enforce"),
+        help="lower the launched kernels through triton-ascend (needs `akg ascend setup`): off, warn (default) or "
+        "enforce (a kernel that does not lower or overflows UB fails the check)",
+    )
     parser.add_argument("--json", action="store_true", help="print the EvalResult as JSON")
     parser.add_argument(
         "--exit-zero", action="store_true", help="exit 0 whatever the verdict (default: 1 when not correct)"
@@ -100,6 +107,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         start=False,
         ascend_checks=args.ascend_checks,
         ascend_profile=args.ascend_profile,
+        ascend_lower=args.ascend_lower,
     ) as evaluator:
         if not args.json:
             from rich.console import Console
@@ -190,6 +198,19 @@ def estimate_sentence(estimate: dict[str, Any]) -> str:
     return text + ". A cost-model estimate from the work the kernel did on the interpreter, not a measurement."
 
 
+def lowering_summary(findings: list[dict[str, Any]]) -> str:
+    """One line on the ``ascend_lower`` stage's findings: kernels lowered, failed, skipped (or why none ran)."""
+    counts: dict[str, int] = {}
+    for finding in findings:
+        counts[str(finding.get("rule"))] = counts.get(str(finding.get("rule")), 0) + 1
+    if "lowering_unavailable" in counts:
+        return str(findings[0].get("message", "not available"))
+    names = {"lowered": "lowered", "lowering_failed": "do not lower", "lowered_ub_overflow": "overflow UB",
+             "lowered_l1_overflow": "overflow L1", "lowering_skipped": "not lowered"}  # fmt: skip
+    parts = [f"{counts[rule]} {text}" for rule, text in names.items() if counts.get(rule)]
+    return "kernels through triton-ascend: " + ", ".join(parts) + " (below)"
+
+
 def _findings(checks: list[dict[str, Any]]) -> list[str]:
     lines = []
     for check in checks:
@@ -255,11 +276,15 @@ def print_check(result: EvalResult, name: str, *, empty: bool = False, ascend_ch
         rows.append(("torch ops", escape(", ".join(result.torch_ops))))
     if result.estimate:
         rows.append(("estimate", escape(estimate_sentence(result.estimate))))
-    if result.ascend_checks:
-        errors = sum(1 for c in result.ascend_checks if c.get("severity") == "error")
-        rows.append(("Ascend checks", f"{errors} error(s), {len(result.ascend_checks) - errors} warning(s) (below)"))
+    lowering = [c for c in result.ascend_checks if c.get("layer")]
+    checks = [c for c in result.ascend_checks if not c.get("layer")]
+    if checks:
+        errors = sum(1 for c in checks if c.get("severity") == "error")
+        rows.append(("Ascend checks", f"{errors} error(s), {len(checks) - errors} warning(s) (below)"))
     elif ascend_checks != "off" and result.compiled:
         rows.append(("Ascend checks", "no findings"))
+    if lowering:
+        rows.append(("Ascend lowering", escape(lowering_summary(lowering))))
     if result.device:
         rows.append(("device", escape(result.device)))
     for key, value in rows:

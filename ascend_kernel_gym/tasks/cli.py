@@ -132,6 +132,9 @@ def doctor_report() -> dict[str, Any]:
         }
     backends = ["interpreter", *(b for b in ("cuda", "npu") if report["backends"][b]["available"])]
     report["os_sandbox"] = os_sandbox_report(backends)
+    from ascend_kernel_gym.ascend.lower_env import env_status
+
+    report["ascend_lower"] = env_status()
     return report
 
 
@@ -191,4 +194,10 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
                 shown = value if layer not in probe["missing"] else f"[red]{value}[/red]"
             sandbox_table.add_row(backend, layer, shown)
     console.print(sandbox_table)
+    lower = report["ascend_lower"]
+    if lower["ready"]:
+        line = f"[green]ready[/green]: triton-ascend {lower['triton_ascend']} at {escape(lower['path'])}"
+    else:
+        line = f"[red]{escape(lower['why'])}[/red] ({escape(lower['path'])}): {escape(lower['hint'])}"
+    console.print(f"Ascend lowering environment (the ascend_lower stage): {line}")
     return 0
