@@ -306,9 +306,8 @@ class Recorder:
             autotuner = args[0] if args else None
             names = list(getattr(autotuner, "arg_names", None) or [])
             kernel = getattr(getattr(autotuner, "base_fn", None), "__name__", "?")
-            recorder.check_arguments(
-                kernel, named_arguments(names, args[1:], {k: v for k, v in kwargs.items() if k != "config"})
-            )
+            meta = {k: v for k, v in kwargs.items() if k not in ("config", "grid", "warmup")}  # not launch options
+            recorder.check_arguments(kernel, named_arguments(names, args[1:], meta))
             _refuse_foreign_hooks(autotuner, kwargs.get("config"))
             recorder._suspended += 1
             recorder._bench_depth += 1
