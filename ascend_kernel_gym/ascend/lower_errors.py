@@ -89,8 +89,10 @@ def _frontend(text: str, def_line: int) -> LoweringError:
     last = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     message = last[-1] if last else text.strip()
     match = _EXCEPTION_LINE.match(message)
-    if match:
-        message = (match.group(2) or match.group(4) or message).strip().strip("'\"")
+    if match and match.group(2):
+        message = match.group(2).strip()[1:-1] if match.group(2).strip()[:1] in "'\"" else match.group(2).strip()
+    elif match:
+        message = match.group(4).strip()
     kb_id, fix = "lowering-frontend-rejects", "rewrite the construct the message names with what triton-ascend supports"
     for pattern, entry, advice in FRONTEND_PATTERNS:
         if re.search(pattern, text):
@@ -128,10 +130,10 @@ def _adapter(reply: dict[str, Any]) -> LoweringError:
         choice = choices[0]
         line = choice.get("line")
         where = f" at line {line}" if line else ""
+        loop = " inside a loop" if choice.get("in_loop") else ""
         if choice["kind"] == "select":
-            head += f": a pointer chosen at run time with tl.where{where}"
+            head += f": a pointer chosen at run time (tl.where or if / else between pointers){loop}{where}"
         else:
-            loop = " inside a loop" if choice.get("in_loop") else ""
             head += f": a pointer assigned in an if / else branch{loop}{where}"
         kb_id = "lowering-pointer-select-or-branch"
         fix = (

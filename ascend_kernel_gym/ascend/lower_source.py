@@ -51,6 +51,7 @@ FLOAT_NAMES = frozenset(
      "lambd", "min_val", "max_val", "softcap", "dropout_p", "p", "inv_scale", "gamma", "theta", "base"}
 )  # fmt: skip
 _FLOAT_MATH = frozenset({"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "sigmoid", "erf", "fdiv", "tanh"})
+_DATA_CALLS = frozenset({"load", "dot", "sum", "max", "min", "zeros", "full"})
 _INT_OPS = (ast.FloorDiv, ast.Mod, ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor)
 #: the name the rebuilt module's decorator uses for ``triton``
 JIT_ALIAS = "_akg_triton_"
@@ -215,7 +216,7 @@ def _data_names(kernel: ParsedKernel) -> set[str]:
     data: set[str] = set()
     for name, value in assigned:
         leaf = (dotted(value.func) or "").split(".")[-1] if isinstance(value, ast.Call) else ""
-        if leaf in ("load", "dot", "sum", "max", "min", "zeros", "full") or leaf in _FLOAT_MATH:
+        if leaf in _DATA_CALLS or leaf in _FLOAT_MATH:
             data.add(name)
     changed = True
     while changed:
@@ -225,6 +226,18 @@ def _data_names(kernel: ParsedKernel) -> set[str]:
                 data.add(name)
                 changed = True
     return data
+
+
+def _reads_data(expr: ast.expr, data: set[str]) -> bool:
+    """Whether ``expr`` reads loaded / floating-point data (a data name, or a load / dot / reduction call)."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Name) and node.id in data:
+            return True
+        if isinstance(node, ast.Call):
+            leaf = (dotted(node.func) or "").split(".")[-1]
+            if leaf in _DATA_CALLS or leaf in _FLOAT_MATH:
+                return True
+    return False
 
 
 def _scalar_kind(param: str, kernel: ParsedKernel, aliases: dict[str, str]) -> str:
@@ -261,7 +274,7 @@ def _scalar_kind(param: str, kernel: ParsedKernel, aliases: dict[str, str]) -> s
                 int_use = True
             elif isinstance(other, ast.Constant) and isinstance(other.value, float):
                 float_use = True
-            elif any(isinstance(n, ast.Name) and n.id in data for n in ast.walk(other)):
+            elif _reads_data(other, data):
                 float_use = True
             elif isinstance(other, ast.Call) and (dotted(other.func) or "").split(".")[-1] in ("program_id", "arange"):
                 int_use = True
@@ -271,7 +284,7 @@ def _scalar_kind(param: str, kernel: ParsedKernel, aliases: dict[str, str]) -> s
                 others = [o for o in operands if not (isinstance(o, ast.Name) and o.id == param)]
                 if any(isinstance(o, ast.Constant) and isinstance(o.value, float) for o in others):
                     float_use = True
-                elif any(isinstance(n, ast.Name) and n.id in data for o in others for n in ast.walk(o)):
+                elif any(_reads_data(o, data) for o in others):
                     float_use = True  # x > threshold
                 else:
                     int_use = True  # masks: offs < n

@@ -93,6 +93,7 @@ class KernelLowering:
         return [name for name in ("UB", "L1") if budget.get(f"{name.lower()}_over")]
 
     def to_dict(self) -> dict[str, Any]:
+        """The record findings carry (without ``seconds`` and ``cached``: results stay reproducible)."""
         return {
             "kernel": self.kernel,
             "status": self.status,
@@ -103,8 +104,6 @@ class KernelLowering:
             "core_type": (self.facts or {}).get("core_type"),
             "budget": self.budget,
             "facts": self.facts,
-            "seconds": self.seconds,
-            "cached": self.cached,
             "notes": list(self.notes),
         }
 
@@ -228,6 +227,8 @@ class LoweringReport:
                     f"{item.kernel} lowers ({tag}): {core}, {_kb(budget.get('ub_need'))} of "
                     f"{_kb(budget.get('ub_limit'))} UB per program{doubled}"
                 )
+                if budget.get("l1_need"):
+                    message += f", {_kb(budget['l1_need'])} of {_kb(budget.get('l1_limit'))} L1 for tl.dot operands"
                 out.append(
                     _finding(
                         RULE_LOWERED, "info", message, value=budget.get("ub_need"), limit=budget.get("ub_limit"),

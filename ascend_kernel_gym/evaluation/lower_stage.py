@@ -228,7 +228,7 @@ def apply_report(result: EvalResult, report: LoweringReport, mode: str) -> None:
     findings = report.findings()
     if not report.available and report.reason not in _WARNED:
         _WARNED.add(report.reason)
-        _log.warning("ascend_lower: %s", report.reason)
+        _log.info("ascend_lower: %s", report.reason)
     result.ascend_checks.extend(findings)
     for finding in findings:
         if finding["severity"] in ("error", "warning"):
