@@ -1,11 +1,13 @@
 """The evaluation that runs inside one forked evaluator child: its entry point and its stages in order.
 
-The zygote (:mod:`.zygote`) forks a fresh child per evaluation, which runs :func:`child_entry`:
-it sets itself up (:mod:`.process`), waits for its job, and calls :func:`child_main`, which runs
-the stages: compile (:mod:`.compile_stage`: task, reference, recorder, library snapshot, sandbox
-guard, the candidate imported and constructed), correctness (:mod:`.correctness`), the Ascend
-checks and cost model (:mod:`.ascend_stage`) and, on devices, timing (:mod:`.timing`). It
-reports exactly one result message through a pipe (:mod:`.wire`) and ends with ``os._exit``;
+The zygote (:mod:`.zygote`) forks two fresh children per evaluation, each running
+:func:`child_entry`: it sets itself up (:mod:`.process`) and waits for its job. The job's role
+decides the rest: the reference child computes the reference's results (:mod:`.reference_run`);
+the candidate's child calls :func:`child_main`, which runs the stages: compile
+(:mod:`.compile_stage`: task, reference, recorder, library snapshot, sandbox guard, the candidate
+imported and constructed), correctness (:mod:`.correctness`: outputs shipped to the judge in the
+zygote), the Ascend checks and cost model (:mod:`.ascend_stage`) and, on devices, timing
+(:mod:`.timing`). It reports exactly one result message through a pipe (:mod:`.wire`) and ends with ``os._exit``;
 nothing it does can reach the zygote or the calling process.
 
 Imports torch and triton: only the zygote and its children import this module.
@@ -26,7 +28,9 @@ from ascend_kernel_gym.evaluation.compile_stage import run_compile
 from ascend_kernel_gym.evaluation.correctness import run_correctness
 from ascend_kernel_gym.evaluation.errors import StageError, recorded_out_of_bounds
 from ascend_kernel_gym.evaluation.job import Job
+from ascend_kernel_gym.evaluation.local_judge import LocalJudgeLink
 from ascend_kernel_gym.evaluation.process import ChildSetup, Prepared, device_name, limit_memory, prepare
+from ascend_kernel_gym.evaluation.reference_run import reference_main
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
 from ascend_kernel_gym.evaluation.snapshot import check_snapshot
 from ascend_kernel_gym.evaluation.state import ChildState, PartTimer, ResultWriter, apply_failure
@@ -59,6 +63,8 @@ def child_entry(setup: ChildSetup, job_fd: int, result_fd: int) -> NoReturn:
     prepared.link = link
     waited = max(0.0, prepared.ready_at - float(message.get("sent_at", prepared.ready_at)))
     prepared.durations["waited"] = round(waited, 4)
+    if message.get("role") == "reference":
+        reference_main(message["job"], result_fd, str(message.get("token", "")), prepared)
     child_main(message["job"], result_fd, str(message.get("token", "")), prepared)
 
 
@@ -106,6 +112,8 @@ def _evaluate(state: ChildState, prepared: Prepared | None) -> None:
     """Run the stages in order; a failing stage raises :class:`StageError`."""
     job, result = state.job, state.result
     if prepared is None:
+        if job.seed is None:  # the local judge's reference child draws from the same source
+            job.seed = int.from_bytes(os.urandom(8), "little")
         prepared = prepare(ChildSetup(job.sandbox, job.backend, job.warm_cache, job.torch_threads))
         # Parts of the compile stage, for latency work (the stage's own entry includes them).
         for key, value in prepared.durations.items():
@@ -119,6 +127,8 @@ def _evaluate(state: ChildState, prepared: Prepared | None) -> None:
         raise prepared.error
     assert prepared.device is not None
     device = prepared.device
+    if state.link is None:  # a stand-alone child: no zygote, so its judge sits in this process
+        state.link = LocalJudgeLink(job, device)  # type: ignore[assignment]
     mark = PartTimer(result.stage_durations, "compile")
     limit_memory(job)
     result.device = device_name(job.backend)

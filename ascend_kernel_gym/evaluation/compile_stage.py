@@ -13,7 +13,6 @@ Imports torch: only the zygote and its children import this module.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import sys
@@ -25,20 +24,17 @@ from typing import Any, NoReturn
 
 import torch
 
-from ascend_kernel_gym.evaluation.compare import outputs_close
 from ascend_kernel_gym.evaluation.errors import StageError, candidate_failure
 from ascend_kernel_gym.evaluation.guard import SandboxGuard
-from ascend_kernel_gym.evaluation.inputs import clone_inputs, device_redirect, make_inputs
+from ascend_kernel_gym.evaluation.inputs import device_redirect
 from ascend_kernel_gym.evaluation.livecheck import check_live_paths
-from ascend_kernel_gym.evaluation.outputs import MAX_OUTPUT_DEPTH, detach_copy
 from ascend_kernel_gym.evaluation.process import library_dirs
 from ascend_kernel_gym.evaluation.recorder import Recorder
+from ascend_kernel_gym.evaluation.reference_model import init_seed_of, load_reference
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.snapshot import LibrarySnapshot, check_snapshot, settle_lazy_imports
 from ascend_kernel_gym.evaluation.state import ChildState, PartTimer, apply_failure
 from ascend_kernel_gym.evaluation.tensors import module_buffer
-from ascend_kernel_gym.tasks.runtime import instantiate
-from ascend_kernel_gym.tasks.task import AUTO_SMALL_TAG
 
 CANDIDATE_MODULE = "akg_candidate"
 CANDIDATE_FILENAME = "kernel.py"
@@ -61,16 +57,9 @@ class Compiled:
 def run_compile(state: ChildState, device: torch.device, mark: PartTimer) -> Compiled:
     """Run the compile stage up to a constructed candidate; raises :class:`StageError` on failure.
 
-    ``mark`` records the stage's parts (``compile.task``, ``compile.reference_build``, ...).
+    ``mark`` records the stage's parts (``compile.task``, ``compile.reference_check``, ...).
     """
     job, result = state.job, state.result
-    try:
-        task_module = instantiate(job.task, job.profile)
-    except Exception as exc:  # noqa: BLE001 - a broken task is the harness's problem
-        raise StageError(
-            ErrorType.HARNESS_ERROR, f"the task could not be loaded: {type(exc).__name__}: {exc}"
-        ) from None
-
     candidate_file = os.path.join(state.sandbox, CANDIDATE_FILENAME)
     state.candidate_file = candidate_file
     with open(candidate_file, "w", encoding="utf-8") as handle:
@@ -80,41 +69,14 @@ def run_compile(state: ChildState, device: torch.device, mark: PartTimer) -> Com
     recorder.install()
     state.recorder = recorder
     rng = random.Random(job.seed if job.seed is not None else int.from_bytes(os.urandom(8), "little"))
-    init_seed = rng.getrandbits(31)
+    init_seed = init_seed_of(rng)
 
     state.redirect = device_redirect(device)
-    # The reference is built before any candidate code runs (so a failure here is ours).
-    check_seed = random.Random(init_seed ^ 0x2545F491).getrandbits(62)
-    try:
-        init_inputs, reference = _build_reference(task_module, init_seed, device)
-        mark("reference_build")
-        _check_reference(state, task_module, reference, device, check_seed)
-    except TaskProblemError as problem:
-        raise StageError(ErrorType.HARNESS_ERROR, f"the task cannot be evaluated: {problem}") from None
-    except Exception as exc:  # noqa: BLE001
-        if not (job.profile == "small" and AUTO_SMALL_TAG in job.task.tags):
-            raise StageError(
-                ErrorType.HARNESS_ERROR,
-                f"the reference model could not be built or run on the task's own inputs: {type(exc).__name__}: {exc}",
-            ) from None
-        result.warnings.append(
-            f"the automatically derived small sizes do not fit this task ({type(exc).__name__}); evaluated with the "
-            "file's own sizes (full profile)"
-        )
-        result.profile = "full"
-        try:
-            task_module = instantiate(job.task, "full")
-            init_inputs, reference = _build_reference(task_module, init_seed, device)
-            _check_reference(state, task_module, reference, device, check_seed)
-        except TaskProblemError as problem:
-            raise StageError(ErrorType.HARNESS_ERROR, f"the task cannot be evaluated: {problem}") from None
-        except Exception as exc2:  # noqa: BLE001
-            raise StageError(
-                ErrorType.HARNESS_ERROR,
-                f"the reference model could not be built or run on the task's own inputs: {type(exc2).__name__}: "
-                f"{exc2}",
-            ) from None
-
+    # The reference is built (and checked) before any candidate code runs, so a failure here is ours.
+    loaded = load_reference(job, init_seed, device)
+    task_module, init_inputs, reference = loaded.task_module, loaded.init_inputs, loaded.reference
+    result.profile = loaded.profile
+    result.warnings.extend(loaded.warnings)
     mark("reference_check")
     check_live_paths(job.paths, job.escaping)
     if job.backend == "interpreter":
@@ -160,17 +122,6 @@ def run_compile(state: ChildState, device: torch.device, mark: PartTimer) -> Com
     check_snapshot(snapshot)
     mark("construct")
     return Compiled(task_module, reference, candidate, rng, snapshot)
-
-
-def _build_reference(task_module: Any, init_seed: int, device: torch.device) -> tuple[list[Any], Any]:
-    """The task's init inputs and its reference model on ``device`` (seeded like the candidate's)."""
-    torch.manual_seed(init_seed)
-    with device_redirect(device):
-        init_inputs = task_module.get_init_inputs()
-    torch.manual_seed(init_seed + 1)
-    with device, device_redirect(device):
-        reference = task_module.Model(*init_inputs)
-    return init_inputs, reference.to(device)
 
 
 def _patch_autotune_for_interpreter() -> None:
@@ -243,39 +194,3 @@ def _non_persistent_buffers(module: torch.nn.Module) -> dict[str, torch.Tensor]:
             if isinstance(value, torch.Tensor):
                 found[f"{prefix}.{name}" if prefix else name] = value
     return found
-
-
-class TaskProblemError(Exception):
-    """The task itself cannot be evaluated (found before any candidate code runs)."""
-
-
-def _check_reference(state: ChildState, task_module: Any, reference: Any, device: torch.device, seed: int) -> None:
-    """Run the reference twice on one set of the task's own inputs, before any candidate code.
-
-    A reference that raises here, returns what no candidate can return, or gives different
-    outputs for the same inputs (dropout in training mode, an RNG it draws from) is the task's
-    problem: reported as such instead of as the candidate's failure in every trial.
-    """
-    inputs = make_inputs(task_module, seed, "task", device)
-    with torch.no_grad(), state.redirect or contextlib.nullcontext():
-        first = detach_copy(reference(*clone_inputs(inputs)))
-        second = reference(*clone_inputs(inputs))
-    unsupported = _unsupported_output(first)
-    if unsupported:
-        raise TaskProblemError(
-            f"the reference returns {unsupported}; outputs must be tensors, Python numbers, None, or tuples / "
-            "lists of them"
-        )
-    if not outputs_close(first, second, state.job.task.atol, state.job.task.rtol):
-        raise TaskProblemError(
-            "the reference model gives different outputs for the same inputs (random operations such as "
-            "dropout in training mode, or an RNG it draws from), so no kernel can match it"
-        )
-
-
-def _unsupported_output(value: Any, depth: int = 0) -> str:
-    if isinstance(value, torch.Tensor) or value is None or type(value) in (int, float, bool):
-        return ""
-    if isinstance(value, (tuple, list)) and depth < MAX_OUTPUT_DEPTH:
-        return next((found for v in value if (found := _unsupported_output(v, depth + 1))), "")
-    return f"a value of type {type(value).__name__}"

@@ -1,13 +1,14 @@
-"""The correctness stage: trials on fresh hidden inputs, the candidate checked against the reference.
+"""The correctness stage, candidate side: the candidate run on the judge's trials, its outputs shipped out.
 
-Each trial draws its inputs (:mod:`.inputs`), calls the candidate on a private copy with the
-launch / operator recorder on (:func:`call_candidate`: its own Triton kernels must launch,
-PyTorch must not compute the result, the output is frozen before any other candidate code can
-run), runs the reference on another copy (:func:`run_reference`), and compares (:mod:`.compare`):
-structure, device, shape and dtype first, then values, then whether an input was changed in
-place or the output aliases an input. Trial 0 also calls the candidate twice on the same inputs
-(``nondeterministic``); an output that stays the same while the reference's changes is
-``input_independent``. The checked call and the reference run are shared with the later stages.
+The child asks the judge (:mod:`.judge`, in the zygote) for the plan: a seed and an input
+distribution per trial, drawn by the reference child, which has already run the reference on the
+same inputs. Per trial it draws the inputs (:mod:`.inputs`), calls the candidate on a private copy
+with the launch / operator recorder on (:func:`call_candidate`: its own Triton kernels must
+launch, PyTorch must not compute the result, the output is frozen before any other candidate code
+can run; trial 0 calls it twice), and ships the output, the inputs it changed and which outputs
+alias an input as plain bytes (:mod:`.tensor_wire`). The comparison happens in the judge; this
+process never holds a reference output of a trial. :func:`call_candidate`, :func:`run_reference`
+and :func:`reference_slack` also serve the later stages (their audits run in this child).
 
 Imports torch: only the zygote and its children import this module.
 """
@@ -24,29 +25,15 @@ from typing import Any
 
 import torch
 
-from ascend_kernel_gym.evaluation.compare import (
-    all_finite,
-    compare,
-    has_low_precision,
-    inputs_equal,
-    outputs_close,
-    outputs_identical,
-    precision_slack,
-    upcast,
-)
-from ascend_kernel_gym.evaluation.errors import (
-    REFERENCE_BROKE_DEVICE,
-    StageError,
-    candidate_failure,
-    classify_exception,
-)
+from ascend_kernel_gym.evaluation.compare import has_low_precision, inputs_equal, precision_slack, upcast
+from ascend_kernel_gym.evaluation.errors import StageError, candidate_failure, classify_exception
+from ascend_kernel_gym.evaluation.feedback import scrub_text
 from ascend_kernel_gym.evaluation.input_copies import copied_input_piece
-from ascend_kernel_gym.evaluation.inputs import clone_inputs, make_inputs, trial_distribution
+from ascend_kernel_gym.evaluation.inputs import clone_inputs, make_inputs
 from ascend_kernel_gym.evaluation.outputs import (
     OutputCheckError,
     check_output_tensors,
     detach_copy,
-    flatten_outputs,
     output_leaves,
     plain_output,
 )
@@ -55,7 +42,9 @@ from ascend_kernel_gym.evaluation.result import ErrorType, Stage
 from ascend_kernel_gym.evaluation.sandbox_rules import FILL_TORCH_OPS
 from ascend_kernel_gym.evaluation.snapshot import check_snapshot
 from ascend_kernel_gym.evaluation.state import ChildState
+from ascend_kernel_gym.evaluation.tensor_wire import WireError, encode_payload, encode_tree
 from ascend_kernel_gym.evaluation.tensors import storage_nbytes, storage_ptr, storage_ptrs
+from ascend_kernel_gym.evaluation.wire import CONTINUE, PROBE
 
 
 @dataclass
@@ -236,166 +225,90 @@ def run_reference(state: ChildState, reference: Any, inputs: list[Any]) -> Any:
     return out
 
 
-def _device_usable(backend: str) -> bool:
-    """Whether the device still runs work (a device-side assert leaves a context that cannot)."""
-    if backend not in ("cuda", "npu"):
-        return True
-    try:
-        probe = torch.ones(2, device=backend)
-        getattr(torch, backend).synchronize()
-        return float(probe.sum().item()) == 2.0
-    except Exception:  # noqa: BLE001 - any failure means the context is gone
-        return False
-
-
 def run_correctness(
     state: ChildState, task_module: Any, reference: Any, candidate: Any, device: torch.device, rng: random.Random
 ) -> None:
+    """Run the candidate on every trial of the judge's plan and ship each trial to the judge.
+
+    The verdict is the judge's (:mod:`.judge`, in the zygote): a failed trial gets no answer, the
+    zygote ends this process and reports the failure. ``reference`` and ``rng`` are not used here:
+    the reference's outputs are computed in the reference child, the seeds come with the plan.
+    """
     job, result = state.job, state.result
-    atol, rtol = job.task.atol, job.task.rtol
     result.trials_total = job.num_trials
     if job.task_inputs_only:
         result.warnings.append(
             "every correctness trial used the task's own input distribution: the task's reference fails on the "
             "device for other values (a device-side check such as binary_cross_entropy's input range)"
         )
+    if state.link is None:
+        raise StageError(ErrorType.HARNESS_ERROR, "the correctness stage needs the zygote's judge")
+    plan = state.link.request_plan()
+    if not isinstance(plan, dict) or not isinstance(plan.get("trials"), list):
+        raise StageError(ErrorType.HARNESS_ERROR, "the judge sent no trial plan")
+    if plan.get("profile") != result.profile:
+        raise StageError(
+            ErrorType.HARNESS_ERROR,
+            f"the reference child evaluated profile {plan.get('profile')!r}, this child {result.profile!r}",
+        )
     first_call = True
-    previous: tuple[Any, Any] | None = None  # (candidate output, reference output) of an earlier trial
-    fallback_next = False
-    attempts = 0
-    trial = 0
-    max_abs = max_rel = 0.0
-    while trial < job.num_trials:
-        attempts += 1
-        if attempts > job.num_trials * 3:
-            raise StageError(
-                ErrorType.HARNESS_ERROR,
-                "the task's reference fails (raises, or returns non-finite values) on the task's own inputs",
-            )
-        distribution = "task" if fallback_next or job.task_inputs_only else trial_distribution(trial, rng)
-        fallback_next = False
-        seed = rng.getrandbits(62)
-        base = make_inputs(task_module, seed, distribution, device)
-        cand_inputs = clone_inputs(base)
+    for index, trial in enumerate(plan["trials"]):
+        base = make_inputs(task_module, int(trial["seed"]), str(trial["distribution"]), device)
         first_started = time.perf_counter()
-        call = call_candidate(state, candidate, cand_inputs, first_call, base)
-        snap_c = call.output
+        call = call_candidate(state, candidate, clone_inputs(base), first_call, base)
         if first_call:
             result.stage_durations["compile.first_call"] = round(time.perf_counter() - first_started, 4)
             first_call = False
-            # What compiling left behind is permanent from here: the collection before every
-            # reference call (which runs candidate finalisers) then scans only newer objects.
+            # What compiling left behind is permanent from here: later collections scan only newer objects.
             gc.collect()
             gc.freeze()
             result.compiled = True
             state.stage(Stage.CORRECTNESS)
-        if trial == 0:
-            # Same inputs again: the output must not change.
-            snap_again = call_candidate(state, candidate, clone_inputs(base), False).output
-        ref_inputs = clone_inputs(base)
-        try:
-            out_r = run_reference(state, reference, ref_inputs)
-        except StageError as failure:
-            if distribution == "task" or failure.error_type != ErrorType.RUNTIME_ERROR:
-                raise
-            if not _device_usable(job.backend):
-                raise StageError(
-                    ErrorType.HARNESS_ERROR, f"{REFERENCE_BROKE_DEVICE} ({distribution}): {failure.message}"
-                ) from None
-            fallback_next = True  # the reference refuses these values (a domain check): the task's own
-            continue
-        if distribution != "task" and not all_finite(out_r):
-            fallback_next = True  # this distribution breaks the reference: redo with the task's own
-            continue
-        pairs, changed = _checked_pairs(snap_c, out_r, call, ref_inputs)
-        slack = reference_slack(state, reference, base, out_r) or [None] * len(pairs)
-        if changed and all(
-            compare(cand_t, ref_t, atol, rtol, ref_slack).ok
-            for (cand_t, ref_t, _), ref_slack in zip(pairs, slack, strict=False)
-        ):
-            raise StageError(
-                ErrorType.INPUT_MUTATED,
-                f"ModelNew.forward modified its input argument(s) {changed} in place (its output is otherwise "
-                "correct); inputs must be left unchanged",
-            )
-        # An input changed and the output is wrong too: most likely an honest mistake (an
-        # argument order that makes the kernel write into an input), so the output's own failure
-        # is reported, with a note. Nothing is gained by it: a wrong output fails anyway.
-        note = _mutation_note(changed)
-        try:
-            if trial == 0 and not outputs_close(snap_again, snap_c, atol, rtol):
-                raise StageError(
-                    ErrorType.NONDETERMINISTIC,
-                    "ModelNew.forward gave different outputs for the same inputs on two calls "
-                    "(race condition, uninitialised memory, or state kept between calls)",
-                )
-            if (
-                previous is not None
-                and outputs_identical(snap_c, previous[0])
-                and not outputs_close(out_r, previous[1], atol, rtol)
-            ):
-                raise _input_independent()
-            for (cand_t, ref_t, label), ref_slack in zip(pairs, slack, strict=False):
-                cmp = compare(cand_t, ref_t, atol, rtol, ref_slack)
-                if cmp.ok:
-                    max_abs = max(max_abs, cmp.max_abs_err)
-                    max_rel = max(max_rel, cmp.max_rel_err)
-                    continue
-                if cmp.nonfinite:
-                    raise StageError(
-                        ErrorType.NAN_OR_INF,
-                        f"{label} contains NaN or Inf where the reference is finite (first at index "
-                        f"{tuple(cmp.first_bad_index)}: got {cmp.cand_value}, expected {cmp.ref_value}); "
-                        f"{cmp.bad_count} of {cand_t.numel()} elements are wrong (trial {trial + 1})",
-                        max_abs_err=cmp.max_abs_err,
-                        max_rel_err=cmp.max_rel_err,
-                        trials_passed=trial,
-                    )
-                if previous is None and _probe_input_independent(
-                    state, task_module, reference, candidate, device, rng, snap_c, out_r
-                ):
-                    raise _input_independent()
-                raise StageError(
-                    ErrorType.VALUE_MISMATCH,
-                    f"{label} does not match the reference (trial {trial + 1} of {job.num_trials}): "
-                    f"max abs error {cmp.max_abs_err:.3g}, max rel error {cmp.max_rel_err:.3g}, "
-                    f"{cmp.bad_count} of {cand_t.numel()} elements {_tolerance_text(ref_t, atol, rtol, ref_slack)}; "
-                    f"first bad index {tuple(cmp.first_bad_index)}: got {cmp.cand_value:.6g}, "
-                    f"expected {cmp.ref_value:.6g}",
-                    max_abs_err=cmp.max_abs_err,
-                    max_rel_err=cmp.max_rel_err,
-                    trials_passed=trial,
-                )
-        except StageError as failure:
-            raise _with_note(failure, note) from None
-        previous = (snap_c, detach_copy(out_r))
-        trial += 1
-        result.trials_passed = trial
-    result.max_abs_err = max_abs
-    result.max_rel_err = max_rel
+        # Same inputs again on the first trial: the output must not change.
+        again = call_candidate(state, candidate, clone_inputs(base), False).output if index == 0 else None
+        answer = _ship_trial(state, index, call, again)
+        if answer == PROBE:
+            probe = make_inputs(task_module, int(plan["probe_seed"]), "task", device)
+            other = call_candidate(state, candidate, clone_inputs(probe), False, probe)
+            answer = _ship_trial(state, "probe", other, None)
+        if answer != CONTINUE:
+            raise StageError(ErrorType.HARNESS_ERROR, "the judge did not answer a correctness trial")
+        result.trials_passed = index + 1
     result.correct = True
 
 
-def _tolerance_text(ref: torch.Tensor, atol: float, rtol: float, slack: Any) -> str:
-    if not (torch.Tensor.is_floating_point(ref) or torch.Tensor.is_complex(ref)):
-        return "differ (integer and boolean outputs must match exactly)"
-    rounding = " + the reference rounding error" if slack is not None else ""
-    return f"outside atol={atol:g} + rtol={rtol:g}*|expected|{rounding}"
+def _ship_trial(state: ChildState, index: int | str, call: CandidateCall, again: Any) -> bytes:
+    """Send one trial's output (and the evaluation's result so far) to the judge; its answer byte."""
+    tensors: list[torch.Tensor] = []
+    try:
+        header = {
+            "index": index,
+            "output": encode_tree(call.output, tensors),
+            "again": encode_tree(again, tensors) if again is not None else None,
+            "aliased": call.aliased,
+            "changed": call.changed,
+            "inputs_after": {str(i): encode_tree((call.inputs_after or [])[i], tensors) for i in call.changed},
+            "result": _result_so_far(state),
+        }
+        payload = encode_payload(header, tensors)
+    except WireError as problem:
+        raise StageError(ErrorType.WRONG_OUTPUT_TYPE, f"the output cannot be compared: {problem}") from None
+    assert state.link is not None
+    return state.link.send_trial(payload)
 
 
-def _mutation_note(changed: list[int]) -> str:
-    if not changed:
-        return ""
-    return (
-        f"\nNote: ModelNew.forward also modified its input argument(s) {changed} in place. Check the argument "
-        "order of your kernel launch: the kernel may be storing into an input instead of the output."
+def _result_so_far(state: ChildState) -> dict[str, Any]:
+    """The result as it stands (what the zygote reports if the judge fails this trial)."""
+    partial = copy.copy(state.result)
+    partial.stage_durations = dict(partial.stage_durations)
+    partial.stage_durations[partial.stage.value] = round(
+        partial.stage_durations.get(partial.stage.value, 0.0) + time.perf_counter() - state.t_stage, 4
     )
-
-
-def _with_note(failure: StageError, note: str) -> StageError:
-    if not note:
-        return failure
-    return StageError(failure.error_type, failure.message + note, hack=failure.hack, **failure.metrics)
+    if state.recorder is not None:
+        partial.launches = list(state.recorder.launches)
+        partial.torch_ops = sorted(state.recorder.ops)
+    partial.warnings = [scrub_text(w, state.sandbox) for w in partial.warnings]
+    return partial.to_dict()
 
 
 def reference_slack(state: ChildState, reference: Any, inputs: list[Any], out_r: Any) -> list[Any] | None:
@@ -422,73 +335,3 @@ def reference_slack(state: ChildState, reference: Any, inputs: list[Any], out_r:
     except Exception:  # noqa: BLE001 - a reference that cannot run in float32 gets no slack
         state.reference_hi = False
         return None
-
-
-def _input_independent() -> StageError:
-    return StageError(
-        ErrorType.INPUT_INDEPENDENT,
-        "ModelNew.forward returned the same output for different inputs while the reference's output changed "
-        "(a constant, or a result cached across calls); compute the output from the inputs every call",
-    )
-
-
-def _probe_input_independent(
-    state: ChildState,
-    task_module: Any,
-    reference: Any,
-    candidate: Any,
-    device: torch.device,
-    rng: random.Random,
-    snap_c: Any,
-    out_r: Any,
-) -> bool:
-    """After a first-trial mismatch: does the candidate ignore its inputs?"""
-    base = make_inputs(task_module, rng.getrandbits(62), "task", device)
-    other_c = call_candidate(state, candidate, clone_inputs(base), False).output
-    other_r = run_reference(state, reference, clone_inputs(base))
-    return outputs_identical(other_c, snap_c) and not outputs_close(
-        other_r, out_r, state.job.task.atol, state.job.task.rtol
-    )
-
-
-def _checked_pairs(
-    snap_c: Any, out_r: Any, call: CandidateCall, ref_inputs: list[Any]
-) -> tuple[list[tuple[torch.Tensor, torch.Tensor, str]], list[int]]:
-    """Pair the candidate's output (copy) with the reference's and check everything but values.
-
-    Returns the pairs and the indexes of the inputs the candidate changed (compared with the
-    reference's inputs after its own run); the caller decides whether that is ``input_mutated``.
-    """
-    try:
-        pairs = flatten_outputs(snap_c, out_r)
-    except OutputCheckError as problem:
-        raise StageError(ErrorType(problem.kind), problem.message) from None
-    for (_, _, label), shared in zip(pairs, call.aliased, strict=False):
-        if shared:
-            raise StageError(
-                ErrorType.OUTPUT_ALIASES_INPUT,
-                f"{label} shares memory with an input or a parameter of the model; return a new tensor "
-                "written by your kernel",
-            )
-    # Changed by the candidate, and not the way the reference changes it (a reference may work in
-    # place, ``nn.ReLU(inplace=True)``: the candidate may then do the same or leave the input alone).
-    changed = [i for i in inputs_equal(call.inputs_after or [], ref_inputs) if i in call.changed]
-    note = _mutation_note(changed)
-    for cand_t, ref_t, label in pairs:
-        if cand_t.device.type != ref_t.device.type:
-            raise StageError(
-                ErrorType.DEVICE_MISMATCH,
-                f"{label} is on {cand_t.device.type}, the reference output is on {ref_t.device.type}" + note,
-            )
-        if tuple(cand_t.shape) != tuple(ref_t.shape):
-            raise StageError(
-                ErrorType.SHAPE_MISMATCH,
-                f"{label} has shape {tuple(cand_t.shape)}, expected {tuple(ref_t.shape)}" + note,
-            )
-        if cand_t.dtype != ref_t.dtype:
-            raise StageError(
-                ErrorType.DTYPE_MISMATCH,
-                f"{label} has dtype {str(cand_t.dtype).replace('torch.', '')}, expected "
-                f"{str(ref_t.dtype).replace('torch.', '')}" + note,
-            )
-    return pairs, changed

@@ -12,6 +12,13 @@ Before its result a child writes single control bytes on its result pipe, in thi
 :data:`READY` (set up, device initialised), :data:`JOB_TAKEN` (read its job; before any
 candidate code runs), :data:`QUIET` (before timing: asks that no other child of its worker is
 starting or tearing down a device context; answered with :data:`GO` on its job pipe).
+
+The correctness stage talks to the judge (:mod:`.judge`, in the zygote) over the same pipes: the
+candidate's child writes :data:`PLAN` and reads its trial plan (a framed pickle, harness to
+child), then per trial writes :data:`TRIAL` and a payload (:mod:`.tensor_wire`: a framed JSON
+header and a framed body of raw tensor bytes), and reads one byte: :data:`CONTINUE`, or
+:data:`PROBE` (send the output on the probe inputs). A failed trial gets no answer: the zygote
+ends the child. The reference child's result is :data:`RESULT` and a payload.
 """
 
 from __future__ import annotations
@@ -30,6 +37,10 @@ JOB_TAKEN = b"J"
 QUIET = b"Q"
 GO = b"G"
 RESULT = b"M"
+PLAN = b"P"
+TRIAL = b"T"
+CONTINUE = b"C"
+PROBE = b"B"
 #: the longest a child waits for a quiet device before timing anyway
 QUIET_MAX_S = 10.0
 
@@ -99,6 +110,34 @@ def decode_result(data: bytes | bytearray, token: str) -> dict[str, Any] | None:
     return message["result"]
 
 
+class WireError(ValueError):
+    """A value that cannot be shipped, or a payload that is not well-formed."""
+
+
+def split_payload(data: bytes | bytearray) -> tuple[int, dict[str, Any], bytes] | None:
+    """``(bytes used, header, body)`` of the first complete payload in ``data``; None until complete.
+
+    Raises :class:`WireError` for a header that is not a JSON object.
+    """
+    if len(data) < HEADER.size:
+        return None
+    (head_size,) = HEADER.unpack(data[: HEADER.size])
+    body_at = HEADER.size + head_size
+    if len(data) < body_at + HEADER.size:
+        return None
+    (body_size,) = HEADER.unpack(data[body_at : body_at + HEADER.size])
+    end = body_at + HEADER.size + body_size
+    if len(data) < end:
+        return None
+    try:
+        header = json.loads(bytes(data[HEADER.size : body_at]))
+    except ValueError as exc:
+        raise WireError(f"payload header is not JSON: {exc}") from None
+    if not isinstance(header, dict):
+        raise WireError("payload header is not an object")
+    return end, header, bytes(data[body_at + HEADER.size : end])
+
+
 class ZygoteLink:
     """A forked child's side of its two pipes to the zygote."""
 
@@ -108,6 +147,24 @@ class ZygoteLink:
 
     def send(self, control: bytes) -> None:
         os.write(self.result_fd, control)
+
+    def request_plan(self) -> Any:
+        """Ask the judge for the trial plan and wait for it (None if the zygote went away)."""
+        self.send(PLAN)
+        try:
+            return read_message(self.job_fd)
+        except Exception:  # noqa: BLE001 - a broken pipe
+            return None
+
+    def send_trial(self, payload: bytes) -> bytes:
+        """Send one trial payload and wait for the judge's answer byte (empty if none comes)."""
+        data = memoryview(TRIAL + payload)
+        try:
+            while data:
+                data = data[os.write(self.result_fd, data) :]
+            return os.read(self.job_fd, 1)
+        except OSError:
+            return b""
 
     def wait_quiet(self) -> tuple[float, bool]:
         """Ask for a quiet device (no sibling starting or ending a context).

@@ -34,17 +34,14 @@ import signal
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from typing import Any
 
+from ascend_kernel_gym.evaluation.child_stream import Child, ChildStream, harness_failure, rss_bytes
 from ascend_kernel_gym.evaluation.wire import (
+    CONTINUE,
     GO,
-    JOB_TAKEN,
-    QUIET,
+    PROBE,
     QUIET_MAX_S,
-    READY,
-    RESULT,
-    decode_result,
     encode_message,
     read_message,
     write_message,
@@ -53,33 +50,8 @@ from ascend_kernel_gym.evaluation.wire import (
 #: the longest a job waits for earlier children to finish exiting before it is handed out anyway
 SETTLE_MAX_S = 30.0
 RSS_POLL_S = 0.05
-
-
-def _rss_bytes(pid: int) -> int:
-    """The largest resident set in the process tree of ``pid``.
-
-    In the OS sandbox's PID namespace the zygote's child is only a relay; the evaluation (and
-    its memory) is its child.
-    """
-    largest = 0
-    seen: set[int] = set()
-    todo = [pid]
-    while todo and len(seen) < 64:
-        current = todo.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        try:
-            with open(f"/proc/{current}/status") as handle:
-                for line in handle:
-                    if line.startswith("VmRSS:"):
-                        largest = max(largest, int(line.split()[1]) * 1024)
-                        break
-            with open(f"/proc/{current}/task/{current}/children") as handle:
-                todo += [int(child) for child in handle.read().split()]
-        except (OSError, ValueError):
-            continue
-    return largest
+#: children forked ahead: one evaluation takes two (the candidate's and the reference's)
+SPARES = 2
 
 
 def device_touched() -> bool:
@@ -97,54 +69,6 @@ def device_touched() -> bool:
     return touched
 
 
-@dataclass
-class _Child:
-    """A forked evaluation child, seen from the zygote."""
-
-    pid: int
-    job_fd: int  # the zygote writes the job (and later GO) here
-    result_fd: int  # the child writes its control bytes and its result here
-    sandbox: str
-    #: READY seen (or its pipe closed): it no longer starts a device context
-    ready: bool = False
-
-
-class _Run:
-    """What one child has written on its result pipe so far (control bytes, then the result)."""
-
-    def __init__(self, child: _Child, token: str) -> None:
-        self.child = child
-        self.token = token
-        self.taken = False
-        self.quiet_asked = False
-        self.result_bytes: bytearray | None = None  # from RESULT on
-        self.garbled = False
-        self.status: int | None = None
-        self.reason = ""
-
-    def feed(self, chunk: bytes) -> None:
-        view = memoryview(chunk)
-        while view and self.result_bytes is None:
-            byte, view = bytes(view[:1]), view[1:]
-            if byte == READY:
-                self.child.ready = True
-            elif byte == JOB_TAKEN:
-                self.taken = True
-            elif byte == QUIET:
-                self.quiet_asked = True
-            else:  # RESULT; anything else is a broken stream, and no result will be accepted
-                self.garbled = byte != RESULT
-                self.result_bytes = bytearray()
-        if view and self.result_bytes is not None:
-            self.result_bytes += view
-
-    def reply(self) -> dict[str, Any] | None:
-        """The child's result, once complete, well-formed and carrying the job's token."""
-        if not self.taken or self.garbled or self.result_bytes is None:
-            return None
-        return decode_result(self.result_bytes, self.token)
-
-
 class Zygote:
     """State of one fork server (lives in the zygote process)."""
 
@@ -158,7 +82,7 @@ class Zygote:
         self.compiler_warm = False
         self.baseline_rss = 0
         #: the child forked ahead for the next job (``prefork``)
-        self.spare: _Child | None = None
+        self.spares: list[Child] = []
         #: children that reported (or were killed) and are not reaped yet
         self.exiting: list[int] = []
         #: the zygote's own pipe ends, closed in every child
@@ -221,7 +145,7 @@ class Zygote:
         # before every reference call) then scan only their own objects, and pages stay shared.
         gc.collect()
         gc.freeze()
-        self.baseline_rss = _rss_bytes(os.getpid())
+        self.baseline_rss = rss_bytes(os.getpid())
         return {
             "warm_s": round(time.perf_counter() - started, 3),
             "pid": os.getpid(),
@@ -319,7 +243,7 @@ class Zygote:
             shutil.rmtree(scratch, ignore_errors=True)
 
     # --- children -----------------------------------------------------------------------------
-    def _fork_child(self) -> _Child:
+    def _fork_child(self) -> Child:
         """Fork a child that sets itself up, initialises the device and waits for its job."""
         sandbox = tempfile.mkdtemp(prefix="akg-sandbox-", dir=self.root)
         job_read, job_write = os.pipe()
@@ -353,22 +277,21 @@ class Zygote:
         except OSError:
             pass
         self.harness_fds |= {job_write, result_read}
-        return _Child(pid, job_write, result_read, sandbox)
+        return Child(pid, job_write, result_read, sandbox)
 
-    def _take_spare(self) -> _Child | None:
-        spare, self.spare = self.spare, None
-        if spare is None:
-            return None
-        try:
-            done, _ = os.waitpid(spare.pid, os.WNOHANG)
-        except ChildProcessError:
-            done = spare.pid
-        if done:  # it died while waiting (it never had a job): start over with a fresh child
-            self._discard(spare, reaped=True)
-            return None
-        return spare
+    def _take_spare(self) -> Child | None:
+        while self.spares:
+            spare = self.spares.pop(0)
+            try:
+                done, _ = os.waitpid(spare.pid, os.WNOHANG)
+            except ChildProcessError:
+                done = spare.pid
+            if not done:
+                return spare
+            self._discard(spare, reaped=True)  # it died while waiting (it never had a job)
+        return None
 
-    def _send(self, child: _Child, message: dict[str, Any], deadline: float) -> bool:
+    def _send(self, child: Child, message: dict[str, Any], deadline: float) -> bool:
         """Hand ``child`` its job; False if it died first or would not take it before ``deadline``."""
         data = memoryview(encode_message(message))
         try:
@@ -383,7 +306,7 @@ class Zygote:
             return False
         return True
 
-    def _discard(self, child: _Child, reaped: bool = False) -> None:
+    def _discard(self, child: Child, reaped: bool = False) -> None:
         """Kill a child and release its pipes and sandbox (it is reaped now or later).
 
         ``reaped``: already waited for; its pid may belong to another process by now.
@@ -394,7 +317,7 @@ class Zygote:
         self._release_pipes(child)
         shutil.rmtree(child.sandbox, ignore_errors=True)
 
-    def _release_pipes(self, child: _Child) -> None:
+    def _release_pipes(self, child: Child) -> None:
         for fd in (child.job_fd, child.result_fd):
             self._close_fd(fd)
         child.job_fd = child.result_fd = -1
@@ -421,23 +344,30 @@ class Zygote:
         self.exiting = still
 
     def start_spare(self) -> None:
-        if self.prefork and self.spare is None:
-            self.spare = self._fork_child()
+        """Fork the children the next job needs (its candidate's and its reference's), if missing."""
+        while self.prefork and len(self.spares) < SPARES:
+            self.spares.append(self._fork_child())
 
     def shutdown(self) -> None:
-        if self.spare is not None:
-            self._discard(self.spare)
-            self.spare = None
+        for spare in self.spares:
+            self._discard(spare)
+        self.spares = []
         for pid in self.exiting:
             self._kill(pid)
         self._reap(block=True)
 
     # --- one job ------------------------------------------------------------------------------
     def run_job(self, job: Any, timeout: float, memory_mb: int) -> dict[str, Any]:
+        from ascend_kernel_gym.evaluation.judge import Judge
+
         started = time.perf_counter()
         deadline = started + timeout
         token = secrets.token_hex(16)
+        if job.seed is None:  # both children draw from the same source
+            job.seed = int.from_bytes(os.urandom(8), "little")
         self._settle(min(deadline, time.perf_counter() + SETTLE_MAX_S))
+        judge = Judge(job.task.atol, job.task.rtol, job.num_trials)
+        reference = self._start_reference(job, deadline)
         child = self._take_spare() or self._fork_child()
         for attempt in range(2):
             job.sandbox = child.sandbox
@@ -445,23 +375,29 @@ class Zygote:
             job.torch_threads = self.torch_threads
             sent = self._send(child, {"job": job, "token": token, "sent_at": time.monotonic()}, deadline)
             if attempt == 0:
-                self.start_spare()  # the next job's child gets ready while this one runs
-            run = _Run(child, token) if not sent else self._supervise(child, deadline, memory_mb, token)
-            if run.taken or run.reason or attempt:
+                self.start_spare()  # the next job's children get ready while this one runs
+            run = ChildStream(child, token)
+            if sent:
+                self._supervise(run, deadline, memory_mb, reference, judge)
+            if run.taken or run.reason or attempt or judge.reference_failure is not None:
                 break
             # The child died (or would not read) before it took the job: a spare killed or broken
             # while it waited is the harness's problem, never the candidate's. Once more, fresh.
             self._discard(child, reaped=run.status is not None)
             child = self._fork_child()
+        if reference is not None:
+            self._end_reference(reference, judge)
         wall = time.perf_counter() - started
-        reply = run.reply()
-        if not run.taken and not run.reason:
+        reply = self._verdict(run, job, judge)
+        if not run.taken and not run.reason and reply is None:
             run.reason = "timeout" if time.perf_counter() > deadline else "not_started"
             self._discard(child, reaped=run.status is not None)
         self._release_pipes(child)
         output_tail = ""
-        if reply is None:
+        if reply is None or run.failure is not None:
             output_tail = self._output_tail(child.sandbox, job.output_cap)
+        if reply is not None and run.failure is not None:
+            reply["output_tail"] = output_tail
         shutil.rmtree(child.sandbox, ignore_errors=True)
         return {
             "result": reply,
@@ -472,17 +408,108 @@ class Zygote:
             "sandbox": child.sandbox,
         }
 
-    def _supervise(self, child: _Child, deadline: float, memory_mb: int, token: str) -> _Run:
-        """Follow one child until its result is in or it is gone.
+    def _start_reference(self, job: Any, deadline: float) -> ChildStream | None:
+        """Hand the reference child its job (a fresh one if the spare will not take it)."""
+        token = secrets.token_hex(16)
+        for _ in range(2):
+            child = self._take_spare() or self._fork_child()
+            job.sandbox = child.sandbox
+            job.warm_cache = self.warm_cache
+            job.torch_threads = self.torch_threads
+            message = {"job": job, "token": token, "role": "reference", "sent_at": time.monotonic()}
+            if self._send(child, message, deadline):
+                run = ChildStream(child, token, payload_result=True)
+                run.message = message
+                return run
+            self._discard(child)
+        return None
 
-        Returns as soon as a complete, valid result has arrived: the child only exits after
-        that, and its teardown (the device context above all) need not delay the reply; it is
-        killed and reaped later. Meanwhile answers the child's QUIET request once the spare is
-        ready and earlier children are reaped, and enforces the deadline and the memory cap.
+    def _restart_reference(self, reference: ChildStream, deadline: float) -> bool:
+        """The reference child died before it took its job (a spare killed while it waited): the
+        harness's problem, so once more with a fresh child. False if that fails too."""
+        if reference.retried or reference.message is None:
+            return False
+        reference.retried = True
+        self._discard(reference.child, reaped=reference.status is not None)
+        child = self._fork_child()
+        reference.message["job"].sandbox = child.sandbox
+        if not self._send(child, reference.message, deadline):
+            self._discard(child)
+            return False
+        fresh = ChildStream(child, reference.token, payload_result=True)
+        fresh.message, fresh.retried = reference.message, True
+        reference.__dict__.update(fresh.__dict__)
+        return True
+
+    def _end_reference(self, reference: ChildStream, judge: Any) -> None:
+        """Kill the reference child (done, or no longer needed) and release what it held."""
+        child = reference.child
+        if reference.status is None:
+            self._kill_group(child.pid)
+            self.exiting.append(child.pid)
+        self._release_pipes(child)
+        shutil.rmtree(child.sandbox, ignore_errors=True)
+
+    def _verdict(self, run: ChildStream, job: Any, judge: Any) -> dict[str, Any] | None:
+        """The evaluation's result: the candidate child's, with what the judge decided."""
+        from ascend_kernel_gym.evaluation.judge import apply_failure, merge_final, timing_check
+        from ascend_kernel_gym.evaluation.result import EvalResult, Stage
+
+        reply = run.reply()
+        failure = run.failure
+        if failure is None and reply is None and judge.reference_failure is not None and not run.reason:
+            failure = judge.reference_failure  # the candidate's child was ended because of it
+        if failure is not None:
+            base = run.partial if run.partial is not None else reply
+            if base is None:
+                result = EvalResult(
+                    task_id=job.task.id,
+                    backend=job.backend,
+                    profile=job.profile,
+                    code_hash=job.code_hash,
+                    stage=Stage.COMPILE,
+                    format_ok=True,
+                    static_ok=True,
+                    warnings=list(job.static_warnings),
+                )
+            else:
+                result = EvalResult.from_dict(base)
+            result.trials_passed = judge.passed
+            apply_failure(result, failure)
+            run.failure = failure
+            return result.to_dict()
+        if reply is None:
+            return None
+        result = EvalResult.from_dict(reply)
+        merge_final(result, judge)
+        window = None
+        if run.judged_at is not None and run.done_at is not None:
+            window = run.done_at - run.judged_at
+        if result.kernel_ms is not None:
+            result.timing["cross_check"] = timing_check(result, window, judge.out_bytes)
+        return result.to_dict()
+
+    def _supervise(
+        self, run: ChildStream, deadline: float, memory_mb: int, reference: ChildStream | None, judge: Any
+    ) -> None:
+        """Follow one evaluation until its result is in or its child is gone.
+
+        Returns as soon as a complete, valid result has arrived (or the judge failed a trial):
+        the child only exits after that, and its teardown (the device context above all) need
+        not delay the reply; it is killed and reaped later. Meanwhile feeds the reference child's
+        results and the candidate child's trials to the judge, answers the plan request and the
+        QUIET request (once the spares are ready and earlier children are reaped), and enforces
+        the deadline and the memory cap on both children.
         """
-        run = _Run(child, token)
+        child = run.child
         pid, read_fd = child.pid, child.result_fd
         eof = False
+        ref_open = reference is not None
+        if reference is None:
+            judge.reference_failure = judge.reference_failure or harness_failure(
+                "the reference child could not be started"
+            )
+        plan_sent = False
         quiet_since: float | None = None
         rss_limit = self.baseline_rss + memory_mb * 1024 * 1024 if memory_mb > 0 else 0
         last_poll = 0.0
@@ -491,14 +518,23 @@ class Zygote:
             if now > deadline and run.status is None:
                 run.reason = "timeout"
                 self._kill(pid)
-            spare = self.spare if self.spare is not None and not self.spare.ready else None
-            watched = ([] if eof else [read_fd]) + ([spare.result_fd] if spare is not None else [])
+            spares = [spare for spare in self.spares if not spare.ready]
+            watched = ([] if eof else [read_fd]) + [spare.result_fd for spare in spares]
+            if ref_open and reference is not None:
+                watched.append(reference.child.result_fd)
             ready, _, _ = select.select(watched, [], [], 0.02) if watched else ([], [], [])
             if not watched:
                 time.sleep(0.005)
-            if spare is not None and spare.result_fd in ready:
-                spare.ready = True  # READY, or its pipe closed: either way it starts no context now
-                os.read(spare.result_fd, 1)
+            for spare in spares:
+                if spare.result_fd in ready:
+                    spare.ready = True  # READY, or its pipe closed: either way it starts no context now
+                    os.read(spare.result_fd, 1)
+            if ref_open and reference is not None:
+                ref_open = self._follow_reference(reference, ready, judge, deadline, rss_limit)
+            if judge.reference_failure is not None and run.status is None and not run.reason:
+                self._kill_group(pid)
+                self.exiting.append(pid)
+                break
             if read_fd in ready:
                 chunk = os.read(read_fd, 1 << 20)
                 if chunk:
@@ -506,18 +542,22 @@ class Zygote:
                     if run.quiet_asked and quiet_since is None:
                         quiet_since = now
                     if run.status is None and not run.reason and run.reply() is not None:
+                        run.done_at = time.perf_counter()
                         self._kill_group(pid)
                         self.exiting.append(pid)
                         break
                 else:
                     eof = True
+            if run.plan_asked and not plan_sent and judge.ready and judge.reference_failure is None:
+                plan_sent = self._answer(child, encode_message(judge.plan()))
+            if run.trials and self._judge_trials(run, judge):
+                self._kill_group(pid)
+                self.exiting.append(pid)
+                break
             if quiet_since is not None and (self._quiet() or now - quiet_since > QUIET_MAX_S):
                 quiet_since = None
                 run.quiet_asked = False
-                try:
-                    os.write(child.job_fd, GO)
-                except OSError:
-                    pass
+                self._answer(child, GO)
             if run.status is None:
                 done, wait_status = os.waitpid(pid, os.WNOHANG)
                 if done:
@@ -535,10 +575,73 @@ class Zygote:
                 self._kill(pid)
             if rss_limit and now - last_poll > RSS_POLL_S and run.status is None:
                 last_poll = now
-                if _rss_bytes(pid) > rss_limit:
+                if rss_bytes(pid) > rss_limit:
                     run.reason = "memory"
                     self._kill(pid)
-        return run
+
+    def _follow_reference(
+        self, reference: ChildStream, ready: list[int], judge: Any, deadline: float, rss_limit: int
+    ) -> bool:
+        """Read the reference child's pipe; hand its payload to the judge. False once it is done."""
+        child = reference.child
+        if child.result_fd in ready:
+            chunk = os.read(child.result_fd, 1 << 20)
+            if chunk:
+                reference.feed(chunk)
+                payload = reference.payload()
+                if payload is not None:
+                    judge.load_reference(*payload)
+                    return False
+                if not reference.garbled:
+                    return True
+            if not reference.taken and self._restart_reference(reference, deadline):
+                return True
+            judge.reference_failure = harness_failure("the reference child ended without its results")
+            return False
+        if time.perf_counter() > deadline:
+            judge.reference_failure = harness_failure(
+                "the task's reference did not finish its trials within the time limit", timeout=True
+            )
+            return False
+        if rss_limit and rss_bytes(child.pid) > rss_limit:
+            judge.reference_failure = harness_failure("the task's reference ran past the memory limit", oom=True)
+            return False
+        done, status = os.waitpid(child.pid, os.WNOHANG)
+        if done:
+            reference.status = status
+            more, _, _ = select.select([child.result_fd], [], [], 0.2)
+            if more:
+                return True  # what it wrote before it went is read on the next turn
+            if not reference.taken and self._restart_reference(reference, deadline):
+                return True
+            judge.reference_failure = harness_failure("the reference child ended without its results")
+            return False
+        return True
+
+    def _judge_trials(self, run: ChildStream, judge: Any) -> bool:
+        """Judge the trials that have arrived; True when one failed (the evaluation ends)."""
+        while run.trials:
+            header, body = run.trials.pop(0)
+            if isinstance(header.get("result"), dict):
+                run.partial = header["result"]
+            verdict = judge.judge(header, body)
+            if verdict.action == "fail":
+                run.failure = verdict.failure
+                return True
+            run.judged_at = time.perf_counter()
+            self._answer(run.child, PROBE if verdict.action == "probe" else CONTINUE)
+        return False
+
+    @staticmethod
+    def _answer(child: Child, data: bytes) -> bool:
+        """Write ``data`` on the child's job pipe; False if it is gone."""
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(child.job_fd, view) :]
+        except OSError:
+            return False
+        return True
 
     def _settle(self, until: float) -> None:
         """Wait (up to ``until``) until every earlier child has exited.
@@ -554,7 +657,7 @@ class Zygote:
     def _quiet(self) -> bool:
         """No other child of this worker is starting or tearing down a device context."""
         self._reap()
-        return not self.exiting and (self.spare is None or self.spare.ready)
+        return not self.exiting and all(spare.ready for spare in self.spares)
 
     @staticmethod
     def _kill(pid: int) -> None:

@@ -16,16 +16,18 @@ from ascend_kernel_gym.tasks import get_task
 def _leftover_sandboxes(pool_root: str, workers: int) -> list[str]:
     """Child sandboxes under ``pool_root`` that should have been removed.
 
-    Each live worker's spare child (set up, no job yet) holds one directory without a
-    candidate file; spares of zygotes killed by a test remove theirs as they exit (waited for).
+    Each live worker's two spare children (set up, no job yet: the next evaluation's candidate
+    child and reference child) hold one directory each without a candidate file; spares of
+    zygotes killed by a test remove theirs as they exit (waited for).
     """
+    spares_per_worker = 2
     deadline = time.monotonic() + 60  # only a bound on a hang: returns as soon as the spares are gone
     while True:
         found = sorted(glob.glob(os.path.join(pool_root, "**", "akg-sandbox-*"), recursive=True))
         used = [path for path in found if os.path.exists(os.path.join(path, "kernel.py"))]
         spares = [path for path in found if path not in used]
-        if len(spares) <= workers or time.monotonic() > deadline:
-            return used + spares[workers:]
+        if len(spares) <= workers * spares_per_worker or time.monotonic() > deadline:
+            return used + spares[workers * spares_per_worker :]
         time.sleep(0.1)
 
 

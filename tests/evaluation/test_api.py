@@ -48,7 +48,7 @@ def test_correct_kernel_result(evaluator, relu_task, relu_solution) -> None:
     assert result.torch_ops == ["aten.empty_like"]
     assert "compile" in result.stage_durations and "correctness" in result.stage_durations
     parts = [key for key in result.stage_durations if key.startswith("compile.") and key != "compile.waited"]
-    assert parts[:3] == ["compile.task", "compile.reference_build", "compile.reference_check"]
+    assert parts[:2] == ["compile.task", "compile.reference_check"]
     assert {"compile.snapshot", "compile.import", "compile.construct", "compile.first_call"} <= set(parts)
     assert sum(result.stage_durations[key] for key in parts) <= result.stage_durations["compile"] + 1e-3
     assert "Correct" in render_feedback(result)

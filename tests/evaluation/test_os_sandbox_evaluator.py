@@ -19,10 +19,10 @@ import torch
 from ascend_kernel_gym.evaluation import EvalRequest, EvalResult, Evaluator
 from ascend_kernel_gym.evaluation import evaluator as evaluator_module
 from ascend_kernel_gym.evaluation import pool as pool_module
+from ascend_kernel_gym.evaluation.child_stream import rss_bytes
 from ascend_kernel_gym.evaluation.os_sandbox import LAYER_DISABLED, LAYERS, SandboxReport, probe_os_sandbox
 from ascend_kernel_gym.evaluation.process import ChildSetup, prepare
 from ascend_kernel_gym.evaluation.static import StaticReport
-from ascend_kernel_gym.evaluation.zygote import _rss_bytes
 
 REDTEAM = Path(__file__).parent / "redteam"
 #: red-team files whose attack only the OS sandbox stops once the Python layers are defeated
@@ -165,12 +165,12 @@ def test_memory_watch_sees_the_largest_process_of_the_childs_tree() -> None:
     try:
         inner = int(os.read(ready_read, 32))
         assert _own_rss(inner) >= _own_rss(relay) + 64 * 1024 * 1024
-        assert _rss_bytes(relay) >= _own_rss(inner) - 4 * 1024 * 1024
+        assert rss_bytes(relay) >= _own_rss(inner) - 4 * 1024 * 1024
     finally:
         os.close(hold_write)
         os.close(ready_read)
         os.waitpid(relay, 0)
-    assert _rss_bytes(relay) == 0  # gone: nothing to count
+    assert rss_bytes(relay) == 0  # gone: nothing to count
 
 
 # --- the pool and the evaluator ---------------------------------------------------------------

@@ -13,22 +13,23 @@ import pytest
 
 from ascend_kernel_gym.evaluation import EvalRequest, Evaluator
 from ascend_kernel_gym.evaluation import zygote as zygote_module
+from ascend_kernel_gym.evaluation.child_stream import Child, ChildStream
 from ascend_kernel_gym.evaluation.wire import HEADER, JOB_TAKEN, QUIET, READY, RESULT, encode_result
-from ascend_kernel_gym.evaluation.zygote import Zygote, _Child, _Run
+from ascend_kernel_gym.evaluation.zygote import Zygote
 
 
 def _framed(token: str, result: dict) -> bytes:
     return RESULT + encode_result(token, result)
 
 
-def _child() -> _Child:
-    return _Child(pid=0, job_fd=-1, result_fd=-1, sandbox="")
+def _child() -> Child:
+    return Child(pid=0, job_fd=-1, result_fd=-1, sandbox="")
 
 
 @pytest.mark.parametrize("chunk", [1, 3, 7, 1 << 20])
 def test_stream_is_parsed_across_any_chunking(chunk: int) -> None:
     child = _child()
-    run = _Run(child, "tok")
+    run = ChildStream(child, "tok")
     # A result whose length prefix starts with the QUIET byte must not be taken for a request.
     body = {"stage": "done", "pad": ""}
     while HEADER.pack(len(_framed("tok", body)) - 1 - HEADER.size)[:1] != QUIET:
@@ -44,14 +45,14 @@ def test_stream_is_parsed_across_any_chunking(chunk: int) -> None:
 
 
 def test_stream_rejects_a_forged_or_unframed_result() -> None:
-    forged = _Run(_child(), "tok")
+    forged = ChildStream(_child(), "tok")
     forged.feed(JOB_TAKEN + _framed("other", {"correct": True}))
     assert forged.taken and forged.reply() is None
-    unframed = _Run(_child(), "tok")
+    unframed = ChildStream(_child(), "tok")
     payload = json.dumps({"token": "tok", "result": {}}).encode()
     unframed.feed(JOB_TAKEN + HEADER.pack(len(payload)) + payload)  # no RESULT marker
     assert unframed.reply() is None
-    not_taken = _Run(_child(), "tok")
+    not_taken = ChildStream(_child(), "tok")
     not_taken.feed(_framed("tok", {}))  # a result without the job ever being taken
     assert not not_taken.taken and not_taken.reply() is None
 
@@ -90,9 +91,10 @@ class _FakeTime:
 def test_quiet_waits_for_the_spare_and_for_exiting_children(tmp_path) -> None:
     zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
     assert zygote._quiet()  # nothing else alive
-    zygote.spare = _child()
-    assert not zygote._quiet()  # the spare is still initialising its device
-    zygote.spare.ready = True
+    zygote.spares = [_child(), _child()]
+    zygote.spares[0].ready = True
+    assert not zygote._quiet()  # one spare is still initialising its device
+    zygote.spares[1].ready = True
     assert zygote._quiet()
     pid, release = _held_child()
     zygote.exiting.append(pid)
@@ -181,15 +183,19 @@ def test_spare_child_is_set_up_ahead_isolated_and_replaced(relu_task, relu_solut
         assert first.ok, first.error_message
         assert "ahead.setup" in first.stage_durations and "compile.waited" in first.stage_durations
         zygote = ev._handles[0].proc.pid
-        (spare,) = _running_children(zygote, settle_to=1)  # waiting for the next job
-        assert _pipes(spare) == 2  # its own job and result pipes; none of the zygote's or a sibling's
+        # waiting for the next job: its candidate's child and its reference child
+        spare, other = _running_children(zygote, settle_to=2)
+        assert (
+            _pipes(spare) == 2 and _pipes(other) == 2
+        )  # own job and result pipes; none of the zygote's or a sibling's
         os.kill(spare, signal.SIGKILL)  # dies before it gets a job: replaced, not blamed on the candidate
         for i in range(3):
             code = relu_solution + f"\n# spare {i + 2}\n"
             result = ev.evaluate(EvalRequest(task=relu_task, code=code, profile="small"))
             assert result.ok, result.error_message
         children = _children(zygote)
-        assert sum(_running(pid) for pid in children) <= 2 and len(children) <= 3  # finished children are reaped
+        running = _running_children(zygote, settle_to=2)
+        assert len(running) == 2 and len(children) <= 6  # finished children are reaped
         spares = [pid for pid in children if _running(pid)]
     finally:
         ev.close()
@@ -207,3 +213,117 @@ def test_without_prefork_no_child_waits(relu_task, relu_solution, tmp_path) -> N
         assert not glob.glob(os.path.join(str(tmp_path), "akg-pool-*", "akg-sandbox-*"))
     finally:
         ev.close()
+
+
+def _relu_judge(trials: int = 2):
+    """A judge loaded as the reference child would load it: relu over ``trials`` trials."""
+    import torch
+
+    from ascend_kernel_gym.evaluation.judge import Judge
+    from ascend_kernel_gym.evaluation.tensor_wire import encode_payload, encode_tree
+    from ascend_kernel_gym.evaluation.wire import split_payload
+
+    tensors: list = []
+    entries = [
+        {
+            "seed": k,
+            "distribution": "task",
+            "output": encode_tree(torch.relu(torch.linspace(-1, 1, 4) * (k + 1)), tensors),
+            "inputs_after": {},
+            "slack": None,
+        }
+        for k in range(trials)
+    ]
+    probe = {
+        "seed": 9,
+        "distribution": "task",
+        "output": encode_tree(torch.ones(4), tensors),
+        "inputs_after": {},
+        "slack": None,
+    }
+    judge = Judge(1e-5, 1e-5, trials)
+    _, header, body = split_payload(encode_payload({"trials": entries, "probe": probe, "profile": "small"}, tensors))
+    judge.load_reference(header, body)
+    return judge
+
+
+def _job():
+    from types import SimpleNamespace
+
+    task = SimpleNamespace(id="core/L1/relu", atol=1e-5, rtol=1e-5)
+    return SimpleNamespace(task=task, backend="interpreter", profile="small", code_hash="h", static_warnings=[])
+
+
+def _trial_bytes(index, output, again=None) -> bytes:
+    from ascend_kernel_gym.evaluation.tensor_wire import encode_payload, encode_tree
+    from ascend_kernel_gym.evaluation.wire import TRIAL
+
+    tensors: list = []
+    header = {
+        "index": index,
+        "output": encode_tree(output, tensors),
+        "again": encode_tree(again, tensors) if again is not None else None,
+        "aliased": [False],
+        "changed": [],
+        "inputs_after": {},
+        "result": {
+            "task_id": "core/L1/relu",
+            "backend": "interpreter",
+            "profile": "small",
+            "code_hash": "h",
+            "stage": "correctness",
+            "compiled": True,
+            "format_ok": True,
+            "static_ok": True,
+        },
+    }
+    return TRIAL + encode_payload(header, tensors)
+
+
+def test_a_child_that_reports_correct_without_being_judged_is_a_forgery(tmp_path) -> None:
+    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
+    run = ChildStream(_child(), "tok")
+    forged = {
+        "task_id": "core/L1/relu",
+        "backend": "interpreter",
+        "profile": "small",
+        "code_hash": "h",
+        "stage": "done",
+        "correct": True,
+        "trials_passed": 2,
+        "trials_total": 2,
+    }
+    run.feed(READY + JOB_TAKEN + _framed("tok", forged))
+    reply = zygote._verdict(run, _job(), _relu_judge())
+    assert reply["correct"] is False and reply["hack"] is True and reply["error_type"] == "sandbox_violation"
+    assert reply["trials_passed"] == 0
+    os.rmdir(zygote.root)
+
+
+def test_trials_stream_through_the_judge_and_a_wrong_one_ends_the_child(tmp_path) -> None:
+    import torch
+
+    from ascend_kernel_gym.evaluation.wire import CONTINUE, PROBE
+
+    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
+    read_fd, write_fd = os.pipe()
+    child = Child(pid=0, job_fd=write_fd, result_fd=-1, sandbox="")
+    judge = _relu_judge()
+    run = ChildStream(child, "tok")
+    good = torch.relu(torch.linspace(-1, 1, 4))
+    stream = READY + JOB_TAKEN + _trial_bytes(0, good, again=good) + _trial_bytes(1, torch.zeros(4) + 3)
+    for start in range(0, len(stream), 5):  # any chunking
+        run.feed(stream[start : start + 5])
+    assert len(run.trials) == 2
+    assert zygote._judge_trials(run, judge) is True  # the second trial fails: the evaluation ends
+    assert os.read(read_fd, 8) == CONTINUE and judge.passed == 1
+    reply = zygote._verdict(run, _job(), judge)
+    assert reply["error_type"] == "value_mismatch" and reply["correct"] is False and reply["trials_passed"] == 1
+    assert reply["stage"] == "correctness" and reply["compiled"] is True
+    # A wrong first trial asks for the probe (one byte back), no verdict yet.
+    first = ChildStream(child, "tok")
+    first.feed(READY + JOB_TAKEN + _trial_bytes(0, good + 1, again=good + 1))
+    assert zygote._judge_trials(first, _relu_judge()) is False and os.read(read_fd, 8) == PROBE
+    os.close(read_fd)
+    os.close(write_fd)
+    os.rmdir(zygote.root)

@@ -1,0 +1,157 @@
+"""What the zygote sees of one evaluation child: its pipes, and the stream it writes on them.
+
+A child writes single control bytes (:mod:`.wire`), trial payloads (the candidate's child) and
+finally its result: a JSON result message, or a payload from the reference child.
+:class:`ChildStream` parses that stream whatever the chunking. No torch here: the zygote uses it
+before and without any tensor work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ascend_kernel_gym.evaluation.wire import (
+    JOB_TAKEN,
+    PLAN,
+    QUIET,
+    READY,
+    RESULT,
+    TRIAL,
+    WireError,
+    decode_result,
+    split_payload,
+)
+
+
+def rss_bytes(pid: int) -> int:
+    """The largest resident set in the process tree of ``pid``.
+
+    In the OS sandbox's PID namespace the zygote's child is only a relay; the evaluation (and
+    its memory) is its child.
+    """
+    largest = 0
+    seen: set[int] = set()
+    todo = [pid]
+    while todo and len(seen) < 64:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        try:
+            with open(f"/proc/{current}/status") as handle:
+                for line in handle:
+                    if line.startswith("VmRSS:"):
+                        largest = max(largest, int(line.split()[1]) * 1024)
+                        break
+            with open(f"/proc/{current}/task/{current}/children") as handle:
+                todo += [int(child) for child in handle.read().split()]
+        except (OSError, ValueError):
+            continue
+    return largest
+
+
+@dataclass
+class Child:
+    """A forked evaluation child, seen from the zygote."""
+
+    pid: int
+    job_fd: int  # the zygote writes the job (and later GO) here
+    result_fd: int  # the child writes its control bytes and its result here
+    sandbox: str
+    #: READY seen (or its pipe closed): it no longer starts a device context
+    ready: bool = False
+
+
+def harness_failure(message: str, timeout: bool = False, oom: bool = False) -> Any:
+    from ascend_kernel_gym.evaluation.errors import StageError
+    from ascend_kernel_gym.evaluation.result import ErrorType
+
+    kind = ErrorType.TIMEOUT if timeout else ErrorType.OOM if oom else ErrorType.HARNESS_ERROR
+    return StageError(kind, message)
+
+
+class ChildStream:
+    """What one child has written on its result pipe so far: control bytes, trial payloads (the
+    candidate's child), then its result (a JSON result, or a payload from the reference child)."""
+
+    def __init__(self, child: Child, token: str, payload_result: bool = False) -> None:
+        self.child = child
+        self.token = token
+        self.payload_result = payload_result
+        self.taken = False
+        self.quiet_asked = False
+        self.plan_asked = False
+        self.pending = bytearray()  # bytes not parsed yet (before the result)
+        self.in_trial = False
+        #: complete trial payloads not judged yet: (header, body)
+        self.trials: list[tuple[dict[str, Any], bytes]] = []
+        self.result_bytes: bytearray | None = None  # from RESULT on
+        self.garbled = False
+        self.status: int | None = None
+        self.reason = ""
+        #: the judge's failure of a trial, and the child's result as it stood then
+        self.failure: Any = None
+        self.partial: dict[str, Any] | None = None
+        #: the job message (the reference child's, kept for one restart) and whether it was restarted
+        self.message: dict[str, Any] | None = None
+        self.retried = False
+        #: when the judge last answered a trial, and when the result arrived (the timing window)
+        self.judged_at: float | None = None
+        self.done_at: float | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        if self.result_bytes is not None:
+            self.result_bytes += chunk
+            return
+        self.pending += chunk
+        while self.pending and self.result_bytes is None:
+            if self.in_trial:
+                try:
+                    parsed = split_payload(self.pending)
+                except WireError:
+                    parsed, self.garbled = None, True
+                if self.garbled:
+                    self.result_bytes = bytearray()
+                    return
+                if parsed is None:
+                    return
+                used, header, body = parsed
+                del self.pending[:used]
+                self.trials.append((header, body))
+                self.in_trial = False
+                continue
+            byte = bytes(self.pending[:1])
+            del self.pending[:1]
+            if byte == READY:
+                self.child.ready = True
+            elif byte == JOB_TAKEN:
+                self.taken = True
+            elif byte == QUIET:
+                self.quiet_asked = True
+            elif byte == PLAN and self.taken:
+                self.plan_asked = True
+            elif byte == TRIAL and self.taken:
+                self.in_trial = True
+            else:  # RESULT; anything else is a broken stream, and no result will be accepted
+                self.garbled = byte != RESULT
+                self.result_bytes = bytearray(self.pending)
+                self.pending.clear()
+
+    def reply(self) -> dict[str, Any] | None:
+        """The child's result, once complete, well-formed and carrying the job's token."""
+        if not self.taken or self.garbled or self.result_bytes is None or self.payload_result:
+            return None
+        return decode_result(self.result_bytes, self.token)
+
+    def payload(self) -> tuple[dict[str, Any], bytes] | None:
+        """The reference child's payload, once complete, well-formed and carrying the job's token."""
+        if not self.taken or self.garbled or self.result_bytes is None or not self.payload_result:
+            return None
+        try:
+            parsed = split_payload(self.result_bytes)
+        except WireError:
+            return None
+        if parsed is None or parsed[1].get("token") != self.token:
+            return None
+        return parsed[1], parsed[2]

@@ -1,0 +1,407 @@
+"""The trusted judge: the correctness verdict, decided in a process no candidate code ever ran in.
+
+The judge lives in the zygote. It holds what the reference child (:mod:`.reference_run`) sent —
+the plan (a seed and an input distribution per trial) and the reference's outputs, rounding
+slack and changed inputs per trial, as plain bytes — and receives, trial by trial, what the
+candidate's child produced on the same inputs: its output, its second output on trial 0's
+inputs, the inputs it changed and which outputs share memory with an input. Every one arrives
+as plain bytes (:mod:`.tensor_wire`) rebuilt into fresh CPU tensors here; nothing of the child's
+making is unpickled or called. The checks, in order: structure, device, shape and dtype; aliasing;
+values (tolerance, NaN / Inf) and input mutation; determinism (trial 0); input independence (the
+same output for different inputs while the reference's changed; after a first-trial mismatch
+the child is asked for its output on a probe set).
+
+What a compromised child can still do (it runs the candidate's code): lie about its own output
+(it can only claim values it computed somehow: the reference is not in its process), about
+aliasing and changed inputs, and about what its recorder saw (``torch_fallback``), and fake its
+timings within the bounds :func:`timing_check` enforces. It cannot read or change the reference's
+results or this comparison.
+
+Imports torch: only the zygote (and tests) import this module.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ascend_kernel_gym.evaluation.compare import compare, outputs_close, outputs_identical
+from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.outputs import OutputCheckError, flatten_outputs, output_leaves
+from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalResult, Stage
+from ascend_kernel_gym.evaluation.tensor_wire import WireError, decode_tensors, decode_tree
+
+#: the fastest memory any device has, bytes per second (an H200 moves 4.8e12, a B200 8e12): no
+#: kernel writes its output faster than this
+MAX_BYTES_PER_S = 2.0e13
+#: how far a child's claimed timing may exceed the wall time the zygote saw (clock granularity)
+TIMING_SLACK_S = 0.05
+
+
+@dataclass
+class Verdict:
+    """The judge's answer to one trial message."""
+
+    #: ``continue`` (next trial, or on to the later stages), ``probe`` (send the probe output) or ``fail``
+    action: str
+    failure: StageError | None = None
+
+
+@dataclass
+class _Trial:
+    seed: int
+    distribution: str
+    output: Any
+    slack: list[Any] | None
+    inputs_after: dict[int, Any]
+
+
+@dataclass
+class _Decoded:
+    value: Any
+    devices: dict[int, str] = field(default_factory=dict)
+
+
+def _decode(node: Any, tensors: list[tuple[torch.Tensor, str]]) -> _Decoded:
+    plain = [t for t, _ in tensors]
+    return _Decoded(decode_tree(node, plain), {id(t): device for t, device in tensors})
+
+
+class Judge:
+    """The correctness verdict of one evaluation (see the module docstring)."""
+
+    def __init__(self, atol: float, rtol: float, num_trials: int) -> None:
+        self.atol = atol
+        self.rtol = rtol
+        self.num_trials = num_trials
+        self.trials: list[_Trial] = []
+        self.probe: _Trial | None = None
+        self.profile = ""
+        #: set when the reference child failed: the evaluation ends with it
+        self.reference_failure: StageError | None = None
+        self.passed = 0
+        self.max_abs = 0.0
+        self.max_rel = 0.0
+        self.out_bytes = 0
+        self._previous: tuple[Any, Any] | None = None
+        self._first: tuple[Any, Any] | None = None  # trial 0's (candidate output, reference output)
+        self._pending: StageError | None = None  # trial 0's mismatch, while the probe is out
+        self._ref_devices: dict[int, str] = {}
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.trials) or self.reference_failure is not None
+
+    @property
+    def done(self) -> bool:
+        """Every trial judged and passed."""
+        return bool(self.trials) and self.passed >= len(self.trials)
+
+    # --- the reference child's payload ----------------------------------------------------
+    def load_reference(self, header: dict[str, Any], body: bytes) -> None:
+        """Take the reference child's payload (a failure of its own ends the evaluation)."""
+        error = header.get("error")
+        if isinstance(error, dict):
+            kind = error.get("type")
+            error_type = ErrorType(kind) if kind in {e.value for e in ErrorType} else ErrorType.HARNESS_ERROR
+            self.reference_failure = StageError(error_type, str(error.get("message", ""))[:2000])
+            return
+        try:
+            decoded = decode_tensors(header, body)
+            self._ref_devices = {id(t): device for t, device in decoded}
+            tensors = [t for t, _ in decoded]
+            trials = header["trials"]
+            if not isinstance(trials, list) or len(trials) != self.num_trials:
+                raise WireError("the plan has the wrong number of trials")
+            self.trials = [self._reference_trial(entry, tensors) for entry in trials]
+            self.probe = self._reference_trial(header["probe"], tensors)
+            self.profile = str(header.get("profile", ""))
+        except (WireError, KeyError, TypeError, ValueError) as exc:
+            self.trials = []
+            self.reference_failure = StageError(
+                ErrorType.HARNESS_ERROR, f"the reference child's results are unreadable: {exc}"
+            )
+
+    @staticmethod
+    def _reference_trial(entry: dict[str, Any], tensors: list[torch.Tensor]) -> _Trial:
+        slack = decode_tree(entry["slack"], tensors) if entry.get("slack") is not None else None
+        after = {int(k): decode_tree(v, tensors) for k, v in dict(entry.get("inputs_after") or {}).items()}
+        return _Trial(
+            int(entry["seed"]), str(entry["distribution"]), decode_tree(entry["output"], tensors), slack, after
+        )
+
+    def plan(self) -> dict[str, Any]:
+        """What the candidate's child is told: seeds and distributions, never a reference value."""
+        probe = self.probe.seed if self.probe is not None else 0
+        trials = [{"seed": t.seed, "distribution": t.distribution} for t in self.trials]
+        return {"trials": trials, "probe_seed": probe, "profile": self.profile}
+
+    # --- the candidate's trials -------------------------------------------------------------
+    def judge(self, header: dict[str, Any], body: bytes) -> Verdict:
+        """Judge one trial message of the candidate's child."""
+        try:
+            tensors = decode_tensors(header, body)
+            index = header["index"]
+            output = _decode(header["output"], tensors)
+            again = _decode(header["again"], tensors) if header.get("again") is not None else None
+            aliased = [bool(a) for a in header.get("aliased", [])]
+            changed = [int(i) for i in header.get("changed", [])]
+            after = {int(k): decode_tree(v, [t for t, _ in tensors]) for k, v in dict(header["inputs_after"]).items()}
+        except (WireError, KeyError, TypeError, ValueError) as exc:
+            return Verdict(
+                "fail", StageError(ErrorType.SANDBOX_VIOLATION, f"the child's trial message is malformed: {exc}")
+            )
+        try:
+            if index == "probe":
+                return self._judge_probe(output)
+            if type(index) is not int or index != self.passed or index >= len(self.trials):
+                raise StageError(ErrorType.SANDBOX_VIOLATION, "the child sent its trials out of order")
+            return self._judge_trial(index, output, again, aliased, changed, after)
+        except StageError as failure:
+            return Verdict("fail", failure)
+
+    def _judge_probe(self, output: _Decoded) -> Verdict:
+        pending, self._pending = self._pending, None
+        if pending is None or self._first is None or self.probe is None:
+            raise StageError(ErrorType.SANDBOX_VIOLATION, "the child sent a probe output nobody asked for")
+        first_c, first_r = self._first
+        if outputs_identical(output.value, first_c) and not outputs_close(
+            self.probe.output, first_r, self.atol, self.rtol
+        ):
+            raise input_independent()
+        raise pending
+
+    def _judge_trial(
+        self,
+        index: int,
+        output: _Decoded,
+        again: _Decoded | None,
+        aliased: list[bool],
+        changed: list[int],
+        after: dict[int, Any],
+    ) -> Verdict:
+        ref = self.trials[index]
+        pairs = self._checked_pairs(output, ref.output, aliased)
+        # Changed by the candidate, and not the way the reference changes it (a reference may work in
+        # place, ``nn.ReLU(inplace=True)``: the candidate may then do the same or leave the input alone).
+        mutated = [
+            i
+            for i in changed
+            if i not in ref.inputs_after or i not in after or not outputs_identical(after[i], ref.inputs_after[i])
+        ]
+        slack = list(ref.slack) if ref.slack is not None else [None] * len(pairs)
+        if mutated and all(
+            compare(c, r, self.atol, self.rtol, s).ok for (c, r, _), s in zip(pairs, slack, strict=False)
+        ):
+            raise StageError(
+                ErrorType.INPUT_MUTATED,
+                f"ModelNew.forward modified its input argument(s) {mutated} in place (its output is otherwise "
+                "correct); inputs must be left unchanged",
+            )
+        # An input changed and the output is wrong too: most likely an honest mistake (an argument
+        # order that makes the kernel write into an input), so the output's own failure is reported.
+        note = mutation_note(mutated)
+        try:
+            if index == 0:
+                if again is None or not outputs_close(again.value, output.value, self.atol, self.rtol):
+                    raise StageError(
+                        ErrorType.NONDETERMINISTIC,
+                        "ModelNew.forward gave different outputs for the same inputs on two calls "
+                        "(race condition, uninitialised memory, or state kept between calls)",
+                    )
+            previous = self._previous
+            if (
+                previous is not None
+                and outputs_identical(output.value, previous[0])
+                and not outputs_close(ref.output, previous[1], self.atol, self.rtol)
+            ):
+                raise input_independent()
+            max_abs, max_rel = self.max_abs, self.max_rel
+            for (cand_t, ref_t, label), ref_slack in zip(pairs, slack, strict=False):
+                cmp = compare(cand_t, ref_t, self.atol, self.rtol, ref_slack)
+                if cmp.ok:
+                    max_abs = max(max_abs, cmp.max_abs_err)
+                    max_rel = max(max_rel, cmp.max_rel_err)
+                    continue
+                if cmp.nonfinite:
+                    raise StageError(
+                        ErrorType.NAN_OR_INF,
+                        f"{label} contains NaN or Inf where the reference is finite (first at index "
+                        f"{tuple(cmp.first_bad_index)}: got {cmp.cand_value}, expected {cmp.ref_value}); "
+                        f"{cmp.bad_count} of {cand_t.numel()} elements are wrong (trial {index + 1})",
+                        max_abs_err=cmp.max_abs_err,
+                        max_rel_err=cmp.max_rel_err,
+                        trials_passed=index,
+                    )
+                bound = tolerance_text(ref_t, self.atol, self.rtol, ref_slack)
+                mismatch = StageError(
+                    ErrorType.VALUE_MISMATCH,
+                    f"{label} does not match the reference (trial {index + 1} of {self.num_trials}): "
+                    f"max abs error {cmp.max_abs_err:.3g}, max rel error {cmp.max_rel_err:.3g}, "
+                    f"{cmp.bad_count} of {cand_t.numel()} elements {bound}; "
+                    f"first bad index {tuple(cmp.first_bad_index)}: got {cmp.cand_value:.6g}, "
+                    f"expected {cmp.ref_value:.6g}" + note,
+                    max_abs_err=cmp.max_abs_err,
+                    max_rel_err=cmp.max_rel_err,
+                    trials_passed=index,
+                )
+                if previous is None:  # a first-trial mismatch: does the candidate ignore its inputs?
+                    self._first = (output.value, ref.output)
+                    self._pending = mismatch
+                    return Verdict("probe")
+                raise mismatch
+        except StageError as failure:
+            raise with_note(failure, note) from None
+        self.max_abs, self.max_rel = max_abs, max_rel
+        self._previous = (output.value, ref.output)
+        self.out_bytes = max(self.out_bytes, sum(c.numel() * c.element_size() for c, _, _ in pairs))
+        self.passed = index + 1
+        return Verdict("continue")
+
+    def _checked_pairs(
+        self, output: _Decoded, ref_out: Any, aliased: list[bool]
+    ) -> list[tuple[torch.Tensor, torch.Tensor, str]]:
+        """Pair the candidate's output with the reference's; check everything but values."""
+        try:
+            pairs = flatten_outputs(output.value, ref_out)
+        except OutputCheckError as problem:
+            raise StageError(ErrorType(problem.kind), problem.message) from None
+        leaves = output_leaves(output.value)
+        if len(aliased) != len(leaves):
+            raise StageError(ErrorType.SANDBOX_VIOLATION, "the child's aliasing report does not match its output")
+        for (_, _, label), shared in zip(pairs, aliased, strict=False):
+            if shared:
+                raise StageError(
+                    ErrorType.OUTPUT_ALIASES_INPUT,
+                    f"{label} shares memory with an input or a parameter of the model; return a new tensor "
+                    "written by your kernel",
+                )
+        for cand_t, ref_t, label in pairs:
+            cand_device = output.devices.get(id(cand_t), "cpu")
+            ref_device = self._ref_devices.get(id(ref_t), "cpu")
+            if cand_device != ref_device:
+                raise StageError(
+                    ErrorType.DEVICE_MISMATCH, f"{label} is on {cand_device}, the reference output is on {ref_device}"
+                )
+            if tuple(cand_t.shape) != tuple(ref_t.shape):
+                raise StageError(
+                    ErrorType.SHAPE_MISMATCH, f"{label} has shape {tuple(cand_t.shape)}, expected {tuple(ref_t.shape)}"
+                )
+            if cand_t.dtype != ref_t.dtype:
+                raise StageError(
+                    ErrorType.DTYPE_MISMATCH,
+                    f"{label} has dtype {str(cand_t.dtype).replace('torch.', '')}, expected "
+                    f"{str(ref_t.dtype).replace('torch.', '')}",
+                )
+        return pairs
+
+
+def input_independent() -> StageError:
+    return StageError(
+        ErrorType.INPUT_INDEPENDENT,
+        "ModelNew.forward returned the same output for different inputs while the reference's output changed "
+        "(a constant, or a result cached across calls); compute the output from the inputs every call",
+    )
+
+
+def tolerance_text(ref: torch.Tensor, atol: float, rtol: float, slack: Any) -> str:
+    if not (torch.Tensor.is_floating_point(ref) or torch.Tensor.is_complex(ref)):
+        return "differ (integer and boolean outputs must match exactly)"
+    rounding = " + the reference rounding error" if slack is not None else ""
+    return f"outside atol={atol:g} + rtol={rtol:g}*|expected|{rounding}"
+
+
+def mutation_note(changed: list[int]) -> str:
+    if not changed:
+        return ""
+    return (
+        f"\nNote: ModelNew.forward also modified its input argument(s) {changed} in place. Check the argument "
+        "order of your kernel launch: the kernel may be storing into an input instead of the output."
+    )
+
+
+def with_note(failure: StageError, note: str) -> StageError:
+    if not note or failure.message.endswith(note):
+        return failure
+    return StageError(failure.error_type, failure.message + note, hack=failure.hack, **failure.metrics)
+
+
+def apply_failure(result: EvalResult, failure: StageError) -> None:
+    """Record ``failure`` in ``result`` (a hack type, or a failure marked ``hack``, marks a hack)."""
+    result.error_type = failure.error_type
+    result.error_message = failure.message
+    result.correct = False
+    for key, value in failure.metrics.items():
+        if hasattr(result, key):
+            setattr(result, key, value)
+    if failure.error_type in HACK_ERROR_TYPES or failure.hack:
+        result.hack = True
+        result.hack_reasons.append(f"{failure.error_type.value}: {failure.message.splitlines()[0][:200]}")
+
+
+def timing_check(result: EvalResult, window_s: float | None, out_bytes: int) -> dict[str, Any]:
+    """Cross-check the child's claimed timings against what the zygote saw; returns the record.
+
+    Physically, (1) every timed call ran inside the window between the judge's last verdict and
+    the result's arrival, so the sum of all claimed samples cannot exceed that window, and (2) no
+    kernel writes its output faster than :data:`MAX_BYTES_PER_S`. A claim that breaks either is
+    forged: the speedup is dropped and the result marked a hack.
+    """
+    record: dict[str, Any] = {"window_s": None if window_s is None else round(window_s, 4), "ok": True}
+    samples = result.timing.get("kernel_ms_samples"), result.timing.get("ref_ms_samples")
+    if result.kernel_ms is None or not all(isinstance(s, list) for s in samples):
+        return record
+    try:
+        claimed_s = sum(float(v) for s in samples for v in s) / 1e3  # type: ignore[union-attr]
+        kernel_s = float(result.kernel_ms) / 1e3
+    except (TypeError, ValueError):
+        claimed_s, kernel_s = math.inf, -1.0
+    record["claimed_s"] = round(claimed_s, 6)
+    floor_s = out_bytes / MAX_BYTES_PER_S
+    record["floor_ms"] = round(floor_s * 1e3, 6)
+    problems = []
+    if window_s is not None and not claimed_s <= window_s + TIMING_SLACK_S:
+        problems.append(f"the timed calls claim {claimed_s:.3f} s in a window of {window_s:.3f} s")
+    if not kernel_s >= floor_s or not math.isfinite(kernel_s):
+        problems.append(f"the kernel time {result.kernel_ms} ms is below the physical floor {floor_s * 1e3:.6f} ms")
+    if problems:
+        record["ok"] = False
+        record["problems"] = problems
+        result.speedup = None
+        result.kernel_ms = None
+        result.ref_ms = None
+        result.hack = True
+        result.hack_reasons.append("timing_forged: " + "; ".join(problems))
+        result.warnings.append(
+            "timing discarded: the child's claimed times are physically impossible: " + "; ".join(problems)
+        )
+    return record
+
+
+def merge_final(result: EvalResult, judge: Judge) -> EvalResult:
+    """The child's final result, with the correctness fields the judge owns overwritten."""
+    if result.error_type != ErrorType.NONE or not result.correct:
+        # The child failed on its own (a later stage, or a check of its own): that stands, but it
+        # cannot claim trials it was never judged on.
+        result.trials_passed = min(result.trials_passed, judge.passed)
+        return result
+    if not judge.done:
+        apply_failure(
+            result,
+            StageError(
+                ErrorType.SANDBOX_VIOLATION,
+                "the evaluation reported a correct result for trials the judge never saw (a forged result)",
+            ),
+        )
+        result.trials_passed = judge.passed
+        return result
+    result.trials_passed = judge.passed
+    result.trials_total = len(judge.trials)
+    result.max_abs_err = judge.max_abs
+    result.max_rel_err = judge.max_rel
+    if result.stage == Stage.DONE:
+        result.correct = True
+    return result

@@ -1,0 +1,134 @@
+"""The task's reference model, built and checked the same way in every process that needs it.
+
+Both children of an evaluation build it from the same seed: the candidate's child (for the
+parameters it hands to ``ModelNew`` and for the timing baseline) and the reference child
+(:mod:`.reference_run`, whose outputs the judge compares against). Before any candidate code
+runs, :func:`load_reference` loads the task at its profile, builds the model and runs it twice on
+the task's own inputs: a reference that fails or is random is the task's problem, reported as
+``harness_error``.
+
+Imports torch: only the zygote and its children import this module.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ascend_kernel_gym.evaluation.compare import outputs_close
+from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.inputs import clone_inputs, device_redirect, make_inputs
+from ascend_kernel_gym.evaluation.job import Job
+from ascend_kernel_gym.evaluation.outputs import MAX_OUTPUT_DEPTH, detach_copy
+from ascend_kernel_gym.evaluation.result import ErrorType
+from ascend_kernel_gym.tasks.runtime import instantiate
+from ascend_kernel_gym.tasks.task import AUTO_SMALL_TAG
+
+
+class TaskProblemError(Exception):
+    """The task itself cannot be evaluated (found before any candidate code runs)."""
+
+
+@dataclass
+class LoadedReference:
+    """The task at the profile evaluated, and its reference model."""
+
+    task_module: Any
+    init_inputs: list[Any]
+    reference: Any
+    #: the profile evaluated (``full`` when the derived small sizes did not fit the task)
+    profile: str
+    warnings: list[str] = field(default_factory=list)
+
+
+def init_seed_of(rng: random.Random) -> int:
+    """The seed the models are built with: the first draw of the evaluation's random source."""
+    return rng.getrandbits(31)
+
+
+def load_reference(job: Job, init_seed: int, device: torch.device) -> LoadedReference:
+    """Load the task, build the reference and check it; raises :class:`StageError` (``harness_error``)."""
+    try:
+        task_module = instantiate(job.task, job.profile)
+    except Exception as exc:  # noqa: BLE001 - a broken task is the harness's problem
+        raise StageError(
+            ErrorType.HARNESS_ERROR, f"the task could not be loaded: {type(exc).__name__}: {exc}"
+        ) from None
+    check_seed = random.Random(init_seed ^ 0x2545F491).getrandbits(62)
+    atol, rtol = job.task.atol, job.task.rtol
+    try:
+        init_inputs, reference = build_reference(task_module, init_seed, device)
+        check_reference(task_module, reference, device, check_seed, atol, rtol)
+        return LoadedReference(task_module, init_inputs, reference, job.profile)
+    except TaskProblemError as problem:
+        raise StageError(ErrorType.HARNESS_ERROR, f"the task cannot be evaluated: {problem}") from None
+    except Exception as exc:  # noqa: BLE001
+        if not (job.profile == "small" and AUTO_SMALL_TAG in job.task.tags):
+            raise StageError(
+                ErrorType.HARNESS_ERROR,
+                f"the reference model could not be built or run on the task's own inputs: {type(exc).__name__}: {exc}",
+            ) from None
+        note = (
+            f"the automatically derived small sizes do not fit this task ({type(exc).__name__}); evaluated with the "
+            "file's own sizes (full profile)"
+        )
+    try:
+        task_module = instantiate(job.task, "full")
+        init_inputs, reference = build_reference(task_module, init_seed, device)
+        check_reference(task_module, reference, device, check_seed, atol, rtol)
+    except TaskProblemError as problem:
+        raise StageError(ErrorType.HARNESS_ERROR, f"the task cannot be evaluated: {problem}") from None
+    except Exception as exc2:  # noqa: BLE001
+        raise StageError(
+            ErrorType.HARNESS_ERROR,
+            f"the reference model could not be built or run on the task's own inputs: {type(exc2).__name__}: {exc2}",
+        ) from None
+    return LoadedReference(task_module, init_inputs, reference, "full", [note])
+
+
+def build_reference(task_module: Any, init_seed: int, device: torch.device) -> tuple[list[Any], Any]:
+    """The task's init inputs and its reference model on ``device`` (seeded like the candidate's)."""
+    torch.manual_seed(init_seed)
+    with device_redirect(device):
+        init_inputs = task_module.get_init_inputs()
+    torch.manual_seed(init_seed + 1)
+    with device, device_redirect(device):
+        reference = task_module.Model(*init_inputs)
+    return init_inputs, reference.to(device)
+
+
+def check_reference(
+    task_module: Any, reference: Any, device: torch.device, seed: int, atol: float, rtol: float
+) -> None:
+    """Run the reference twice on one set of the task's own inputs, before any candidate code.
+
+    A reference that raises here, returns what no candidate can return, or gives different
+    outputs for the same inputs (dropout in training mode, an RNG it draws from) is the task's
+    problem: reported as such instead of as the candidate's failure in every trial.
+    """
+    inputs = make_inputs(task_module, seed, "task", device)
+    with torch.no_grad(), device_redirect(device):
+        first = detach_copy(reference(*clone_inputs(inputs)))
+        second = reference(*clone_inputs(inputs))
+    unsupported = _unsupported_output(first)
+    if unsupported:
+        raise TaskProblemError(
+            f"the reference returns {unsupported}; outputs must be tensors, Python numbers, None, or tuples / "
+            "lists of them"
+        )
+    if not outputs_close(first, second, atol, rtol):
+        raise TaskProblemError(
+            "the reference model gives different outputs for the same inputs (random operations such as "
+            "dropout in training mode, or an RNG it draws from), so no kernel can match it"
+        )
+
+
+def _unsupported_output(value: Any, depth: int = 0) -> str:
+    if isinstance(value, torch.Tensor) or value is None or type(value) in (int, float, bool):
+        return ""
+    if isinstance(value, (tuple, list)) and depth < MAX_OUTPUT_DEPTH:
+        return next((found for v in value if (found := _unsupported_output(v, depth + 1))), "")
+    return f"a value of type {type(value).__name__}"

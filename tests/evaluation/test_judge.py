@@ -1,0 +1,194 @@
+"""The trusted judge (evaluation/judge.py): verdicts from plain bytes, the order of the checks,
+what a forged result or forged timing gets."""
+
+from __future__ import annotations
+
+import torch
+
+from ascend_kernel_gym.evaluation.judge import Judge, merge_final, timing_check
+from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
+from ascend_kernel_gym.evaluation.tensor_wire import encode_payload, encode_tree
+from ascend_kernel_gym.evaluation.wire import split_payload
+
+ATOL = RTOL = 1e-5
+
+
+def _split(header: dict, tensors: list[torch.Tensor]) -> tuple[dict, bytes]:
+    _, head, body = split_payload(encode_payload(header, tensors))
+    return head, body
+
+
+def _inputs(k: int) -> torch.Tensor:
+    return torch.linspace(-1.0, 1.0, 8) * (k + 1)
+
+
+def _judge(trials: int = 3, inplace: bool = False) -> Judge:
+    """A judge loaded with a relu reference over ``trials`` trials (and a probe)."""
+    tensors: list[torch.Tensor] = []
+    entries = []
+    for k in range(trials):
+        x = _inputs(k)
+        entry = {"seed": 100 + k, "distribution": "normal", "output": encode_tree(torch.relu(x), tensors)}
+        entry["inputs_after"] = {"0": encode_tree(torch.relu(x), tensors)} if inplace else {}
+        entry["slack"] = None
+        entries.append(entry)
+    probe_x = _inputs(7)
+    probe = {"seed": 9, "distribution": "task", "output": encode_tree(torch.relu(probe_x), tensors)}
+    probe.update(inputs_after={}, slack=None)
+    judge = Judge(ATOL, RTOL, trials)
+    judge.load_reference(*_split({"trials": entries, "probe": probe, "profile": "small"}, tensors))
+    assert judge.reference_failure is None and judge.ready
+    return judge
+
+
+def _trial(index, output, again=None, aliased=None, changed=(), after=None) -> tuple[dict, bytes]:
+    tensors: list[torch.Tensor] = []
+    header = {
+        "index": index,
+        "output": encode_tree(output, tensors),
+        "again": encode_tree(again, tensors) if again is not None else None,
+        "aliased": aliased if aliased is not None else [False],
+        "changed": list(changed),
+        "inputs_after": {str(i): encode_tree(v, tensors) for i, v in (after or {}).items()},
+        "result": {"stage": "correctness"},
+    }
+    return _split(header, tensors)
+
+
+def test_plan_carries_seeds_and_no_reference_value() -> None:
+    plan = _judge().plan()
+    assert plan == {
+        "trials": [
+            {"seed": 100, "distribution": "normal"},
+            {"seed": 101, "distribution": "normal"},
+            {"seed": 102, "distribution": "normal"},
+        ],
+        "probe_seed": 9,
+        "profile": "small",
+    }
+
+
+def test_a_correct_candidate_passes_every_trial() -> None:
+    judge = _judge()
+    for k in range(3):
+        out = torch.relu(_inputs(k))
+        verdict = judge.judge(*_trial(k, out, again=out.clone() if k == 0 else None))
+        assert verdict.action == "continue", verdict.failure
+    assert judge.done and judge.passed == 3 and judge.out_bytes == 32
+
+
+def test_a_wrong_first_trial_asks_for_the_probe_then_fails_as_a_mismatch() -> None:
+    judge = _judge()
+    wrong = torch.relu(_inputs(0)) + 0.5
+    assert judge.judge(*_trial(0, wrong, again=wrong)).action == "probe"
+    verdict = judge.judge(*_trial("probe", torch.relu(_inputs(7)) + 0.5))
+    assert verdict.action == "fail" and verdict.failure.error_type == ErrorType.VALUE_MISMATCH
+    assert "trial 1 of 3" in verdict.failure.message and not judge.done
+
+
+def test_a_constant_output_is_input_independent() -> None:
+    judge = _judge()
+    constant = torch.zeros(8)
+    assert judge.judge(*_trial(0, constant, again=constant)).action == "probe"
+    verdict = judge.judge(*_trial("probe", constant))
+    assert verdict.failure.error_type == ErrorType.INPUT_INDEPENDENT
+    # Right on trial 0, then the same output again (a cached result): caught on trial 1.
+    judge = _judge()
+    first = torch.relu(_inputs(0))
+    assert judge.judge(*_trial(0, first, again=first)).action == "continue"
+    assert judge.judge(*_trial(1, first)).failure.error_type == ErrorType.INPUT_INDEPENDENT
+
+
+def test_structure_device_shape_dtype_aliasing_determinism_and_mutation() -> None:
+    out = torch.relu(_inputs(0))
+    cases = [
+        (_trial(0, (out,), again=(out,)), ErrorType.WRONG_OUTPUT_TYPE),
+        (_trial(0, out.to(torch.float64), again=out.to(torch.float64)), ErrorType.DTYPE_MISMATCH),
+        (_trial(0, out[:4], again=out[:4]), ErrorType.SHAPE_MISMATCH),
+        (_trial(0, torch.empty(8, device="meta"), again=out), ErrorType.DEVICE_MISMATCH),
+        (_trial(0, out, again=out, aliased=[True]), ErrorType.OUTPUT_ALIASES_INPUT),
+        (_trial(0, out, again=out + 1), ErrorType.NONDETERMINISTIC),
+        (_trial(0, out, again=out, changed=[0], after={0: torch.zeros(8)}), ErrorType.INPUT_MUTATED),
+        (_trial(0, out, again=out, aliased=[False, False]), ErrorType.SANDBOX_VIOLATION),
+        (_trial(1, out), ErrorType.SANDBOX_VIOLATION),  # trial 0 skipped
+        (_trial("probe", out), ErrorType.SANDBOX_VIOLATION),  # a probe nobody asked for
+    ]
+    for message, expected in cases:
+        verdict = _judge().judge(*message)
+        assert verdict.action == "fail" and verdict.failure.error_type == expected, (expected, verdict)
+
+
+def test_an_input_changed_the_way_the_reference_changes_it_is_fine() -> None:
+    judge = _judge(inplace=True)
+    out = torch.relu(_inputs(0))
+    verdict = judge.judge(*_trial(0, out, again=out, changed=[0], after={0: out.clone()}))
+    assert verdict.action == "continue", verdict.failure
+    other = _judge(inplace=True).judge(*_trial(0, out, again=out, changed=[0], after={0: out + 1}))
+    assert other.failure.error_type == ErrorType.INPUT_MUTATED
+
+
+def test_malformed_messages_fail_without_raising() -> None:
+    judge = _judge()
+    assert judge.judge({"index": 0}, b"").failure.error_type == ErrorType.SANDBOX_VIOLATION
+    assert judge.judge({"index": 0, "tensors": [], "output": {"t": 0}}, b"").action == "fail"
+
+
+def test_a_reference_failure_or_an_unreadable_plan_ends_the_evaluation() -> None:
+    judge = Judge(ATOL, RTOL, 2)
+    judge.load_reference({"error": {"type": "harness_error", "message": "the task's reference fails"}}, b"")
+    assert judge.ready and judge.reference_failure.error_type == ErrorType.HARNESS_ERROR
+    short = Judge(ATOL, RTOL, 5)
+    short.load_reference({"tensors": [], "trials": [], "probe": {}}, b"")
+    assert short.reference_failure is not None and "unreadable" in short.reference_failure.message
+
+
+def _done(**fields) -> EvalResult:
+    return EvalResult(
+        task_id="t", backend="cuda", profile="small", code_hash="h", stage=Stage.DONE, correct=True, **fields
+    )
+
+
+def test_a_correct_result_without_judged_trials_is_a_forgery() -> None:
+    judge = _judge()
+    result = merge_final(_done(trials_passed=3, trials_total=3), judge)
+    assert not result.correct and result.hack and result.error_type == ErrorType.SANDBOX_VIOLATION
+    assert result.trials_passed == 0
+
+
+def test_the_judge_owns_the_correctness_fields() -> None:
+    judge = _judge()
+    for k in range(3):
+        out = torch.relu(_inputs(k))
+        judge.judge(*_trial(k, out, again=out if k == 0 else None))
+    result = merge_final(_done(trials_passed=99, max_abs_err=-1.0), judge)
+    assert result.correct and result.trials_passed == 3 and result.max_abs_err == 0.0
+    failed = merge_final(
+        EvalResult(
+            task_id="t",
+            backend="cuda",
+            profile="small",
+            code_hash="h",
+            error_type=ErrorType.ASCEND_CONSTRAINT,
+            trials_passed=9,
+        ),
+        judge,
+    )
+    assert not failed.correct and failed.trials_passed == 3
+
+
+def _timed(kernel_ms: float, samples: list[float], ref_samples: list[float]) -> EvalResult:
+    result = _done(kernel_ms=kernel_ms, ref_ms=1.0, speedup=1.0 / kernel_ms)
+    result.timing = {"kernel_ms_samples": samples, "ref_ms_samples": ref_samples}
+    return result
+
+
+def test_timing_claims_are_held_to_the_observed_window_and_the_physical_floor() -> None:
+    honest = _timed(0.5, [0.5] * 100, [1.0] * 100)
+    record = timing_check(honest, window_s=0.4, out_bytes=1 << 20)
+    assert record["ok"] and honest.speedup == 2.0 and not honest.hack
+    inflated = _timed(0.5, [0.5] * 100, [50.0] * 100)  # the baseline claims 5 s inside a 0.4 s window
+    record = timing_check(inflated, window_s=0.4, out_bytes=1 << 20)
+    assert not record["ok"] and inflated.speedup is None and inflated.hack
+    too_fast = _timed(1e-6, [1e-6] * 100, [1.0] * 100)  # 1 GiB written in a nanosecond
+    record = timing_check(too_fast, window_s=10.0, out_bytes=1 << 30)
+    assert not record["ok"] and too_fast.speedup is None and "floor" in record["problems"][0]
