@@ -225,6 +225,7 @@ class StaticRunner:
     def __init__(self) -> None:
         self._idle: list[_Helper] = []
         self._lock = threading.Lock()
+        self._pid = os.getpid()
         self._closed = False
         #: checks that ran past their limit (their helper was killed)
         self.timeouts = 0
@@ -268,6 +269,8 @@ class StaticRunner:
             return _failure(ErrorType.SYNTAX, "the code could not be checked: the checker's answer was malformed")
 
     def _acquire(self) -> _Helper:
+        if self._pid != os.getpid():  # a forked copy: the idle helpers' pipes are the parent's
+            self._idle, self._lock, self._pid = [], threading.Lock(), os.getpid()
         with self._lock:
             while self._idle:
                 helper = self._idle.pop()

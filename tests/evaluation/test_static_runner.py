@@ -141,3 +141,24 @@ def test_the_evaluator_uses_the_bounded_check_and_a_timeout_is_not_a_hack(monkey
     assert result.stage == Stage.STATIC and result.format_ok and not result.static_ok
     assert result.error_type == ErrorType.TIMEOUT and not result.hack and result.hack_reasons == []
     assert "static check did not finish" in result.error_message
+
+
+def test_a_forked_process_starts_its_own_helpers(runner) -> None:
+    """The idle helpers' pipes belong to the process that started them; a fork must not share them."""
+    assert runner.check(HONEST).ok and len(runner._idle) == 1
+    parent_helper = runner._idle[0]
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            report = runner.check(HONEST + "\nimport os\n")
+            own = runner._idle and runner._idle[0] is not parent_helper
+            os.write(write_fd, f"{report.error_type.value} {bool(own)}".encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    answer = os.read(read_fd, 100).decode()
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    assert answer == "forbidden True"
+    assert runner._idle == [parent_helper] and runner.check(HONEST).ok  # the parent's helper is untouched
