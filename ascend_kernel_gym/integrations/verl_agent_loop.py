@@ -41,7 +41,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 from ascend_kernel_gym.agents.rollout import env_delta_text, make_env
 from ascend_kernel_gym.integrations.verl_advantages import register_verl_estimators
 
-__all__ = ["AGENT_NAME", "AscendTritonAgentLoop", "TokenizerView", "task_id_of_row"]
+__all__ = ["AGENT_NAME", "AscendTritonAgentLoop", "TokenizerView", "dataset_rows", "task_id_of_row"]
 
 #: The name the loop is registered under (a dataset row's ``agent_name``).
 AGENT_NAME = "ascend_triton"
@@ -76,6 +76,37 @@ def task_id_of_row(row: Mapping[str, Any]) -> str | None:
         if isinstance(source, Mapping) and source.get("task_id"):
             return str(source["task_id"])
     return None
+
+
+def dataset_rows(
+    task_ids: Sequence[str], env_kwargs: Mapping[str, Any] | None = None, repeat: int = 1
+) -> list[dict[str, Any]]:
+    """Rows of a veRL RL dataset (``RLHFDataset`` parquet) for the ``ascend_triton`` loop, one per task and repeat.
+
+    ``prompt`` is the env's opening context for the task (what the loop starts the episode with,
+    so veRL's prompt-length filter sees the real length), ``agent_name`` picks the loop, and
+    ``extra_info`` carries ``task_id`` and ``index``.
+    """
+    if repeat < 1:
+        raise ValueError(f"repeat must be >= 1, got {repeat}")
+    env = make_env(env_kwargs)
+    try:
+        rows = []
+        for task_id in task_ids:
+            _obs, info = env.reset(options={"task_id": task_id})
+            prompt = [{"role": str(m["role"]), "content": str(m["content"])} for m in info["messages"]]
+            for _ in range(repeat):
+                rows.append(
+                    {
+                        "data_source": "ascend_triton",
+                        "agent_name": AGENT_NAME,
+                        "prompt": prompt,
+                        "extra_info": {"task_id": task_id, "index": len(rows)},
+                    }
+                )
+        return rows
+    finally:
+        env.close()
 
 
 def _plain(value: Any) -> Any:

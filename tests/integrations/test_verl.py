@@ -8,6 +8,9 @@ examples/verl/cpu_smoke.py). Evaluation: the package's evaluator on the interpre
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("verl", reason="veRL is not installed (make test-verl)")
@@ -21,6 +24,8 @@ from ascend_kernel_gym.integrations.verl_local_server import LocalHFServerClient
 from ascend_kernel_gym.wrappers.compaction import SUMMARY_HEADER
 from ascend_kernel_gym.wrappers.kb_retrieval import TIPS_HEADER
 
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs" / "integrations.md"
 RELU = "core/L1/relu"
 ENV = {"backend": "interpreter", "max_turns": 2, "num_trials": 2}
 PROMPT_LENGTH = RESPONSE_LENGTH = 4096
@@ -34,6 +39,12 @@ def smoke():
 @pytest.fixture(scope="module")
 def setup(smoke, tmp_path_factory):
     return smoke.tiny_setup(RELU, tmp_path_factory.mktemp("verl") / "model")
+
+
+def docs_snippet(name: str) -> str:
+    match = re.search(rf"<!-- test: {re.escape(name)} -->\n```python\n(.*?)```", DOCS.read_text(), re.DOTALL)
+    assert match, f"docs/integrations.md has no tested snippet {name!r}"
+    return match.group(1)
 
 
 def make_config(smoke, setup, tmp_path, n, **options):
@@ -78,6 +89,7 @@ def check_turns_token_exact(client, prompt, response, turns):
 
 @pytest.mark.slow
 def test_verl_agent_loop_worker_runs_episodes_and_the_registered_estimators_score_them(smoke, setup, tmp_path):
+    import torch
     from verl.trainer.ppo import core_algos
 
     n = 4
@@ -155,6 +167,12 @@ def test_verl_agent_loop_worker_runs_episodes_and_the_registered_estimators_scor
     trajectory = group_advantages([[(0, r)] for r in returns], "trajectory", normalize_std=True)
     for r in range(n):
         assert normalised[r][mask[r] == 1].tolist() == pytest.approx([trajectory[r][0]] * int(mask[r].sum()), abs=1e-5)
+    # The docs' snippet: the registered estimator on the worker's batch, with veRL's algorithm config.
+    namespace = {"batch": output, "config": config}
+    exec(docs_snippet("verl-advantages"), namespace)
+    normalised_segment = compute_advantages(output, "segment", normalize_std=True).batch["advantages"].clone()
+    assert torch.allclose(namespace["advantages"], normalised_segment, atol=1e-6)
+    assert namespace["advantages"].abs().sum() > 0
     # compute_advantages writes the same into the batch.
     compute_advantages(output, "segment")
     assert (
@@ -249,3 +267,51 @@ def test_the_loop_is_registered_with_veRL_under_its_name():
     assert issubclass(AscendTritonAgentLoop, AgentLoopBase)
     target = _agent_loop_registry[AGENT_NAME]["_target_"]
     assert target == "ascend_kernel_gym.integrations.verl_agent_loop.AscendTritonAgentLoop"
+
+
+def test_the_example_dataset_loads_in_verls_rl_dataset_and_the_example_config_composes(smoke, setup, tmp_path):
+    from omegaconf import OmegaConf
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    make_dataset = load_example("verl/make_dataset")
+    path = make_dataset.write_split(tmp_path, "test", "core", repeat=2)
+    config = make_config(smoke, setup, tmp_path, 1)
+    data_config = OmegaConf.merge(config.data, {"max_prompt_length": 8192, "return_raw_chat": True})
+    dataset = RLHFDataset(data_files=[str(path)], tokenizer=setup["tokenizer"], config=data_config)
+    from ascend_kernel_gym.tasks import load_suite
+
+    test_ids = [t.id for t in load_suite("core", split="test")]
+    assert len(dataset) == 2 * len(test_ids)
+    item = dataset[0]
+    assert item["agent_name"] == AGENT_NAME and item["extra_info"]["task_id"] == test_ids[0]
+    assert [m["role"] for m in item["raw_prompt"]] == ["system", "user"]
+
+    # The GRPO script's overrides and agent-loop file are valid for veRL's config schema.
+    script = (ROOT / "examples" / "verl" / "run_grpo.sh").read_text()
+    block = script.split("OVERRIDES=(", 1)[1].split(")\n", 1)[0]
+    overrides = [
+        line.strip().replace('"$DATA', str(tmp_path)).replace('"$MODEL"', setup["model_dir"]).replace('"', "")
+        for line in block.strip().splitlines()
+    ]
+    import verl
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None):
+        composed = compose(config_name="ppo_trainer", overrides=overrides)
+    assert composed.actor_rollout_ref.rollout.agent.default_agent_loop == AGENT_NAME
+    (entry,) = OmegaConf.load(ROOT / "examples" / "verl" / "agent_loop.yaml")
+    assert entry.name == AGENT_NAME and entry._target_.endswith("AscendTritonAgentLoop")
+    options = {k: v for k, v in entry.items() if k not in ("name", "_target_")}
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap
+
+    built = AscendTritonAgentLoop(
+        trainer_config=DictConfigWrap(config),
+        server_manager=make_client(setup, config),
+        tokenizer=setup["tokenizer"],
+        processor=None,
+        dataset_cls=RLHFDataset,
+        data_config=DictConfigWrap(config.data),
+        **options,
+    )
+    assert built.options["compaction"]["strategy"] == "policy" and built.options["kb"] == {"k": 3}
+    assert built.max_tokens_per_turn == 4096 and isinstance(built.options["env_kwargs"], dict)
