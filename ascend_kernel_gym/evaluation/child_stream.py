@@ -23,6 +23,9 @@ from ascend_kernel_gym.evaluation.wire import (
     split_payload,
 )
 
+#: the largest result message a child may send (children cap theirs at ``result.MAX_RESULT_BYTES``)
+MAX_RESULT_MESSAGE = 16 << 20
+
 
 def rss_bytes(pid: int) -> int:
     """The largest resident set in the process tree of ``pid``.
@@ -102,6 +105,9 @@ class ChildStream:
 
     def feed(self, chunk: bytes) -> None:
         if self.result_bytes is not None:
+            if not self.payload_result and len(self.result_bytes) + len(chunk) > MAX_RESULT_MESSAGE:
+                self.garbled = True  # a child caps its own result far below this: it was not the harness
+                return
             self.result_bytes += chunk
             return
         self.pending += chunk

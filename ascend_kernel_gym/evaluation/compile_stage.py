@@ -118,7 +118,15 @@ def run_compile(state: ChildState, device: torch.device, mark: PartTimer) -> Com
         raise candidate_failure(exc, "ModelNew(...) failed: ", candidate_file) from None
     if not callable(candidate):
         raise StageError(ErrorType.RUNTIME_ERROR, "ModelNew instances are not callable (subclass nn.Module)")
-    _copy_parameters(reference, candidate)
+    try:
+        _copy_parameters(reference, candidate)
+    except Exception as exc:  # noqa: BLE001 - the candidate's parameters or buffers (e.g. an UninitializedParameter)
+        raise StageError(
+            ErrorType.RUNTIME_ERROR,
+            "the reference's parameters could not be given to ModelNew: reading ModelNew's parameters and buffers "
+            f"failed ({type(exc).__name__}: {str(exc)[:200]}); register plain, initialised nn.Parameter / tensor "
+            "attributes",
+        ) from None
     check_snapshot(snapshot)
     mark("construct")
     return Compiled(task_module, reference, candidate, rng, snapshot)

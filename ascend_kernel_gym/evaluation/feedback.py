@@ -11,7 +11,7 @@ import os
 import re
 import sys
 
-from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult
+from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _PREFIXES = sorted({p for p in (sys.prefix, sys.base_prefix, sys.exec_prefix) if p and p != "/"}, key=len, reverse=True)
@@ -22,6 +22,11 @@ _SEED_RE = re.compile(r"\bseed[s]?\s*[=:]\s*-?\d+", re.IGNORECASE)
 _TMP_RE = re.compile(r"/tmp/[^\s'\"():,]+")  # noqa: S108 - a pattern, not a file
 MAX_FEEDBACK_CHARS = 2500
 
+#: a static-stage time-out comes from the source's size or shape, not from a loop that runs
+STATIC_TIMEOUT_HINT = (
+    "The checker could not finish reading your source in time: keep it to a normal size, without very long "
+    "expressions or deeply nested attribute chains."
+)
 _HINTS: dict[ErrorType, str] = {
     ErrorType.NO_CODE: "Reply with one ```python block that defines class ModelNew and its Triton kernel(s).",
     ErrorType.SYNTAX: "Fix the syntax error; the file must be valid Python.",
@@ -174,6 +179,8 @@ def render_feedback(result: EvalResult, *, max_chars: int = MAX_FEEDBACK_CHARS) 
         if kind in printing and result.output_tail.strip():
             parts.append("Your program printed (last lines):\n" + _first_lines(result.output_tail[-1500:], 8))
         hint = _HINTS.get(kind)
+        if kind == ErrorType.TIMEOUT and result.stage == Stage.STATIC:
+            hint = STATIC_TIMEOUT_HINT
         if hint:
             parts.append(hint)
     notes = _group_notes([w for w in result.warnings if w])

@@ -453,7 +453,7 @@ class Zygote:
     def _verdict(self, run: ChildStream, job: Any, judge: Any) -> dict[str, Any] | None:
         """The evaluation's result: the candidate child's, with what the judge decided."""
         from ascend_kernel_gym.evaluation.judge import apply_failure, merge_final, timing_check
-        from ascend_kernel_gym.evaluation.result import EvalResult, Stage
+        from ascend_kernel_gym.evaluation.result import EvalResult, Stage, bound_result
 
         reply = run.reply()
         failure = run.failure
@@ -477,7 +477,7 @@ class Zygote:
             result.trials_passed = judge.passed
             apply_failure(result, failure)
             run.failure = failure
-            return result.to_dict()
+            return bound_result(result).to_dict()
         if reply is None:
             return None
         result = EvalResult.from_dict(reply)
@@ -487,7 +487,8 @@ class Zygote:
             window = run.done_at - run.judged_at
         if result.kernel_ms is not None:
             result.timing["cross_check"] = timing_check(result, window, judge.out_bytes)
-        return result.to_dict()
+        # Bounded here as well: a child that got past its own cap cannot send a huge result on.
+        return bound_result(result).to_dict()
 
     def _supervise(
         self, run: ChildStream, deadline: float, memory_mb: int, reference: ChildStream | None, judge: Any

@@ -107,3 +107,12 @@ def test_out_of_bounds_feedback_says_whether_it_was_a_hack() -> None:
     # titles of the hack types already say so, once
     fallback = render_feedback(_result(error_type=ErrorType.TORCH_FALLBACK, hack=True, error_message="aten.relu"))
     assert fallback.count("counted as a hack") == 1
+
+
+def test_a_static_time_out_gets_a_hint_about_the_source_not_about_loops() -> None:
+    static = render_feedback(
+        _result(stage=Stage.STATIC, error_type=ErrorType.TIMEOUT, error_message="checker timed out")
+    )
+    running = render_feedback(_result(stage=Stage.CORRECTNESS, error_type=ErrorType.TIMEOUT, error_message="killed"))
+    assert "reading your source in time" in static and "loop" not in static
+    assert "every loop terminates" in running

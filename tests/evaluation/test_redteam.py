@@ -52,12 +52,7 @@ HEADER_RE = re.compile(
 )
 
 #: Cases the evaluator gets wrong today, keyed by file stem; the reason names the finding.
-KNOWN_FAILURES: dict[str, str] = {
-    "runtime_uninitialized_parameter_registered": (
-        "issue 21 red team: compile_stage._copy_parameters calls state_dict() on the candidate, which raises on an "
-        "UninitializedParameter: harness_error instead of the candidate's failure"
-    ),
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _header(path: Path) -> dict[str, str]:
