@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ascend_kernel_gym.ascend.lower_env import ENV_DIR_VAR, TRITON_ASCEND_VERSION, LowerEnv, load_env
+from ascend_kernel_gym.ascend.lower_env import ENV_DIR_VAR, TRITON_ASCEND_VERSION, LowerEnv, env_dir, load_env
 
 CORPUS = Path(__file__).with_name("lowering_corpus")
 #: set to 1 by .ci/run: tests that need the triton-ascend environment fail instead of skipping
@@ -25,10 +25,8 @@ def find_test_env() -> LowerEnv | None:
     """The triton-ascend environment for tests: ``$AKG_ASCEND_ENV``, else where ``akg ascend setup`` puts it
     for this user (the test session points ``AKG_CACHE_DIR`` at a temporary directory, so the evaluator in
     other tests does not find it)."""
-    candidates = [
-        os.environ.get(ENV_DIR_VAR),
-        Path.home() / ".cache" / "ascend_kernel_gym" / f"triton-ascend-{TRITON_ASCEND_VERSION}",
-    ]
+    home = Path.home() / ".cache" / "ascend_kernel_gym" / f"triton-ascend-{TRITON_ASCEND_VERSION}"
+    candidates = [os.environ.get(ENV_DIR_VAR), env_dir(), home]
     for candidate in candidates:
         env = load_env(Path(candidate)) if candidate else None
         if env is not None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ascend_kernel_gym.ascend.lower_env import ENV_DIR_VAR, TRITON_ASCEND_VERSION, LowerEnv, load_env
+from ascend_kernel_gym.ascend.lower_env import ENV_DIR_VAR, TRITON_ASCEND_VERSION, LowerEnv, env_dir, load_env
 from ascend_kernel_gym.ascend.lowering import KernelLowering, LoweringReport
 from ascend_kernel_gym.evaluation import lower_stage
 from ascend_kernel_gym.evaluation.job import Job
@@ -32,7 +32,7 @@ LAUNCH = LaunchRecord(kernel="k", grid=[4], constexprs={"BLOCK": 1024}, tensor_a
 def find_env() -> LowerEnv | None:
     """As tests/ascend/lowering_cases.py: ``$AKG_ASCEND_ENV``, else this user's default place."""
     default = Path.home() / ".cache" / "ascend_kernel_gym" / f"triton-ascend-{TRITON_ASCEND_VERSION}"
-    for candidate in (os.environ.get(ENV_DIR_VAR), default):
+    for candidate in (os.environ.get(ENV_DIR_VAR), env_dir(), default):
         env = load_env(Path(candidate)) if candidate else None
         if env is not None:
             return env
