@@ -127,6 +127,9 @@ def main() -> None:
         for name in order:
             print(f"round {round_index + 1}/{args.rounds}: {name} ...", file=sys.stderr, flush=True)
             runs[name].append(_run_worker(trees[name], args))
+            if args.out:  # what is measured so far survives a run cut short
+                Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+                Path(args.out + ".json").write_text(json.dumps(runs, indent=1))
     report = _report(runs, args)
     print(report)
     if args.out:
@@ -150,6 +153,8 @@ def _report(runs: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> 
             "ok": sum(r["ok"] for r in results[-1]["suite"]) if results else 0,
             "count": count,
         }
+    if not all(runs.values()):
+        return "incomplete: " + json.dumps({k: len(v) for k, v in runs.items()}) + "\n"
     base, new = rows["base"], rows["judge"]
     verdicts = {
         name: {r["task"]: (r["ok"], r["error_type"]) for r in runs[name][-1]["suite"]} for name in runs

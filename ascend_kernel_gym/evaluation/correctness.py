@@ -42,7 +42,7 @@ from ascend_kernel_gym.evaluation.result import ErrorType, Stage
 from ascend_kernel_gym.evaluation.sandbox_rules import FILL_TORCH_OPS
 from ascend_kernel_gym.evaluation.snapshot import check_snapshot
 from ascend_kernel_gym.evaluation.state import ChildState
-from ascend_kernel_gym.evaluation.tensor_wire import WireError, encode_payload, encode_tree
+from ascend_kernel_gym.evaluation.tensor_wire import WireError, encode_payload_parts, encode_tree
 from ascend_kernel_gym.evaluation.tensors import storage_nbytes, storage_ptr, storage_ptrs
 from ascend_kernel_gym.evaluation.wire import CONTINUE, PROBE
 
@@ -290,7 +290,7 @@ def _ship_trial(state: ChildState, index: int | str, call: CandidateCall, again:
             "inputs_after": {str(i): encode_tree((call.inputs_after or [])[i], tensors) for i in call.changed},
             "result": _result_so_far(state),
         }
-        payload = encode_payload(header, tensors)
+        payload = encode_payload_parts(header, tensors)
     except WireError as problem:
         raise StageError(ErrorType.WRONG_OUTPUT_TYPE, f"the output cannot be compared: {problem}") from None
     assert state.link is not None

@@ -141,7 +141,20 @@ class Judge:
 
     # --- the candidate's trials -------------------------------------------------------------
     def judge(self, header: dict[str, Any], body: bytes) -> Verdict:
-        """Judge one trial message of the candidate's child."""
+        """Judge one trial message of the candidate's child.
+
+        Runs PyTorch single-threaded: the zygote forks children, and a process that has entered
+        an OpenMP parallel region hands its children a thread team they do not have (their first
+        parallel operation then waits forever).
+        """
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return self._judge(header, body)
+        finally:
+            torch.set_num_threads(threads)
+
+    def _judge(self, header: dict[str, Any], body: bytes) -> Verdict:
         try:
             tensors = decode_tensors(header, body)
             index = header["index"]

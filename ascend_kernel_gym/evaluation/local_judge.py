@@ -45,8 +45,8 @@ class LocalJudgeLink:
             raise self.judge.reference_failure
         return self.judge.plan()
 
-    def send_trial(self, payload: bytes) -> bytes:
-        parsed = split_payload(payload)
+    def send_trial(self, parts: list[memoryview | bytes]) -> bytes:
+        parsed = split_payload(b"".join(parts))
         if parsed is None:
             return b""
         verdict = self.judge.judge(parsed[1], parsed[2])

@@ -32,7 +32,7 @@ from ascend_kernel_gym.evaluation.outputs import detach_copy
 from ascend_kernel_gym.evaluation.process import Prepared, limit_memory
 from ascend_kernel_gym.evaluation.reference_model import LoadedReference, init_seed_of, load_reference
 from ascend_kernel_gym.evaluation.result import ErrorType
-from ascend_kernel_gym.evaluation.tensor_wire import encode_payload, encode_tree
+from ascend_kernel_gym.evaluation.tensor_wire import encode_payload_parts, encode_tree
 from ascend_kernel_gym.evaluation.wire import RESULT
 
 
@@ -54,15 +54,16 @@ def reference_main(job: Job, result_fd: int, token: str, prepared: Prepared) -> 
         header = {"error": {"type": ErrorType.HARNESS_ERROR.value, "message": f"reference child: {text}"}}
     header["token"] = token
     try:
-        data = RESULT + encode_payload(header, tensors)
+        parts = [RESULT, *encode_payload_parts(header, tensors)]
     except Exception as exc:  # noqa: BLE001 - e.g. a reference output of an unsupported dtype
         message = f"the reference's outputs cannot be compared: {type(exc).__name__}: {str(exc)[:300]}"
         failure = {"type": ErrorType.HARNESS_ERROR.value, "message": message}
-        data = RESULT + encode_payload({"error": failure, "token": token}, [])
-    view = memoryview(data)
+        parts = [RESULT, *encode_payload_parts({"error": failure, "token": token}, [])]
     try:
-        while view:
-            view = view[os.write(result_fd, view) :]
+        for part in parts:
+            view = memoryview(part).cast("B")
+            while view:
+                view = view[os.write(result_fd, view) :]
     finally:
         os._exit(0)
 

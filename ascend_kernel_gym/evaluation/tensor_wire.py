@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from ascend_kernel_gym.evaluation.wire import WireError, frame
+from ascend_kernel_gym.evaluation.wire import HEADER, WireError
 
 _TENSOR = torch.Tensor
 _PARAMETER = torch.nn.Parameter
@@ -47,6 +47,8 @@ DTYPES: dict[str, torch.dtype] = {
 MAX_DEPTH = 16
 #: the most tensors one payload may carry
 MAX_TENSORS = 4096
+#: every tensor's bytes start at a multiple of this in a payload's body (any dtype can view them)
+ALIGN = 16
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -87,7 +89,7 @@ def encode_tree(value: Any, tensors: list[torch.Tensor], depth: int = 0) -> Any:
     raise WireError(f"a value of type {type.__dict__['__name__'].__get__(kind, type)} cannot be shipped")
 
 
-def tensor_bytes(tensor: torch.Tensor) -> tuple[dict[str, Any], bytes]:
+def tensor_bytes(tensor: torch.Tensor) -> tuple[dict[str, Any], memoryview | bytes]:
     """``tensor``'s header entry and its bytes (a contiguous CPU copy; none for a meta tensor)."""
     entry = {
         "dtype": _dtype_name(tensor.dtype),
@@ -99,25 +101,48 @@ def tensor_bytes(tensor: torch.Tensor) -> tuple[dict[str, Any], bytes]:
         return entry, b""
     flat = _TENSOR.reshape(_TENSOR.contiguous(_TENSOR.detach(tensor)), (-1,))
     flat = _TENSOR.to(flat, "cpu")
-    data = _TENSOR.view(flat, torch.uint8).numpy().tobytes() if flat.numel() else b""
+    data: memoryview | bytes = memoryview(_TENSOR.view(flat, torch.uint8).numpy()) if flat.numel() else b""
     entry["nbytes"] = len(data)
     return entry, data
 
 
-def encode_payload(header: dict[str, Any], tensors: list[torch.Tensor]) -> bytes:
-    """``header`` (JSON) with the tensor table added, then the tensors' bytes: two frames."""
-    entries, blobs = [], []
+def _padding(size: int) -> int:
+    """Zero bytes after a tensor of ``size`` bytes, so that the next one starts aligned for any dtype."""
+    return -size % ALIGN
+
+
+def encode_payload_parts(header: dict[str, Any], tensors: list[torch.Tensor]) -> list[memoryview | bytes]:
+    """:func:`encode_payload` as pieces to write one after the other (no joined copy of the bytes)."""
+    entries: list[dict[str, Any]] = []
+    blobs: list[memoryview | bytes] = []
+    body_size = 0
     for tensor in tensors:
         entry, data = tensor_bytes(tensor)
         entries.append(entry)
         blobs.append(data)
+        pad = _padding(len(data))
+        if pad:
+            blobs.append(bytes(pad))
+        body_size += len(data) + pad
     head = json.dumps({**header, "tensors": entries}).encode()
-    body = b"".join(blobs)
-    return frame(head) + frame(body)
+    return [HEADER.pack(len(head)), head, HEADER.pack(body_size), *blobs]
 
 
-def decode_tensors(header: dict[str, Any], body: bytes) -> list[tuple[torch.Tensor, str]]:
-    """The payload's tensors as new CPU tensors (meta ones as meta), each with its device type."""
+def encode_payload(header: dict[str, Any], tensors: list[torch.Tensor]) -> bytes:
+    """``header`` (JSON) with the tensor table added, then the tensors' bytes: two frames.
+
+    Each tensor's bytes start at a multiple of :data:`ALIGN` in the body (zero padding between).
+    """
+    return b"".join(encode_payload_parts(header, tensors))
+
+
+def decode_tensors(header: dict[str, Any], body: bytes | bytearray) -> list[tuple[torch.Tensor, str]]:
+    """The payload's tensors as CPU tensors (meta ones as meta), each with its device type.
+
+    A ``bytearray`` body is used in place (the tensors share its memory); ``bytes`` are copied once.
+    """
+    if not isinstance(body, bytearray):
+        body = bytearray(body)
     entries = header.get("tensors")
     if not isinstance(entries, list) or len(entries) > MAX_TENSORS:
         raise WireError("payload has no valid tensor table")
@@ -139,14 +164,15 @@ def decode_tensors(header: dict[str, Any], body: bytes) -> list[tuple[torch.Tens
             out.append((torch.empty(shape, dtype=dtype, device="meta"), device))
             continue
         itemsize = torch.empty((), dtype=dtype).element_size()
-        if nbytes != numel * itemsize or offset + nbytes > len(body):
+        end = offset + nbytes + _padding(nbytes)
+        if nbytes != numel * itemsize or end > len(body):
             raise WireError("tensor entry's size does not match its shape")
         if nbytes:
-            raw = torch.frombuffer(bytearray(body[offset : offset + nbytes]), dtype=torch.uint8)
+            raw = torch.frombuffer(body, dtype=torch.uint8, count=nbytes, offset=offset)
             tensor = raw.view(dtype).reshape(shape)
         else:
             tensor = torch.empty(shape, dtype=dtype)
-        offset += nbytes
+        offset = end
         out.append((tensor, device))
     if offset != len(body):
         raise WireError("payload carries bytes no tensor entry accounts for")

@@ -114,7 +114,7 @@ class WireError(ValueError):
     """A value that cannot be shipped, or a payload that is not well-formed."""
 
 
-def split_payload(data: bytes | bytearray) -> tuple[int, dict[str, Any], bytes] | None:
+def split_payload(data: bytes | bytearray) -> tuple[int, dict[str, Any], bytearray] | None:
     """``(bytes used, header, body)`` of the first complete payload in ``data``; None until complete.
 
     Raises :class:`WireError` for a header that is not a JSON object.
@@ -135,7 +135,7 @@ def split_payload(data: bytes | bytearray) -> tuple[int, dict[str, Any], bytes] 
         raise WireError(f"payload header is not JSON: {exc}") from None
     if not isinstance(header, dict):
         raise WireError("payload header is not an object")
-    return end, header, bytes(data[body_at + HEADER.size : end])
+    return end, header, bytearray(data[body_at + HEADER.size : end])
 
 
 class ZygoteLink:
@@ -156,12 +156,14 @@ class ZygoteLink:
         except Exception:  # noqa: BLE001 - a broken pipe
             return None
 
-    def send_trial(self, payload: bytes) -> bytes:
-        """Send one trial payload and wait for the judge's answer byte (empty if none comes)."""
-        data = memoryview(TRIAL + payload)
+    def send_trial(self, parts: list[memoryview | bytes]) -> bytes:
+        """Send one trial payload (its pieces, :func:`.tensor_wire.encode_payload_parts`) and wait for
+        the judge's answer byte (empty if none comes)."""
         try:
-            while data:
-                data = data[os.write(self.result_fd, data) :]
+            for part in (TRIAL, *parts):
+                data = memoryview(part).cast("B")
+                while data:
+                    data = data[os.write(self.result_fd, data) :]
             return os.read(self.job_fd, 1)
         except OSError:
             return b""

@@ -327,3 +327,37 @@ def test_trials_stream_through_the_judge_and_a_wrong_one_ends_the_child(tmp_path
     os.close(read_fd)
     os.close(write_fd)
     os.rmdir(zygote.root)
+
+
+BIG_RELU_TASK = """import torch
+import torch.nn as nn
+
+TASK = {"level": 1, "category": "activation", "description": "ReLU", "dtype": "float32", "atol": 1e-5, "rtol": 1e-5}
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+def get_inputs():
+    return [torch.randn(256, 512)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_judging_big_outputs_never_leaves_the_zygote_unable_to_fork(relu_solution, tmp_path) -> None:
+    # 131072 elements: PyTorch compares them in parallel unless told not to. A zygote that has run
+    # an OpenMP parallel region forks children whose first parallel operation waits forever.
+    from ascend_kernel_gym.tasks import get_task
+
+    task_file = tmp_path / "big_relu.py"
+    task_file.write_text(BIG_RELU_TASK)
+    task = get_task(task_file)
+    ev = Evaluator(backend="interpreter", workers=1, cache=False, timeout_s=90, tmp_root=str(tmp_path))
+    try:
+        for i in range(3):
+            result = ev.evaluate(EvalRequest(task=task, code=relu_solution + f"\n# big {i}\n", seed=i))
+            assert result.ok, (i, result.error_type, result.error_message)
+    finally:
+        ev.close()
