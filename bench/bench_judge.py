@@ -51,7 +51,9 @@ def worker(root: str, backend: str, relu: int, suite_tasks: int) -> dict[str, An
     from ascend_kernel_gym.evaluation import EvalRequest, Evaluator
     from ascend_kernel_gym.tasks import get_task, load_suite
 
-    assert Path(sys.modules["ascend_kernel_gym"].__file__ or root).resolve().is_relative_to(Path(root).resolve())
+    package = sys.modules["ascend_kernel_gym"]
+    where = getattr(package, "__file__", None) or next(iter(package.__path__))
+    assert Path(where).resolve().is_relative_to(Path(root).resolve()), where
     relu_task = get_task("core/L1/relu")
     relu_code = relu_task.solution_source() or ""
     tasks = [t for t in load_suite("core") if t.solution_source()][:suite_tasks]
@@ -62,7 +64,14 @@ def worker(root: str, backend: str, relu: int, suite_tasks: int) -> dict[str, An
             started = time.perf_counter()
             result = ev.evaluate(EvalRequest(task=relu_task, code=relu_code + f"\n# {i}\n", seed=i))
             if i:  # the first call after the warm-up is left out
-                out["relu"].append({"s": time.perf_counter() - started, "ok": result.ok, "speedup": result.speedup})
+                out["relu"].append(
+                    {
+                        "s": time.perf_counter() - started,
+                        "ok": result.ok,
+                        "speedup": result.speedup,
+                        "error": result.error_message[:300],
+                    }
+                )
         started_all = time.perf_counter()
         for task in tasks:
             started = time.perf_counter()
@@ -73,6 +82,7 @@ def worker(root: str, backend: str, relu: int, suite_tasks: int) -> dict[str, An
                     "s": time.perf_counter() - started,
                     "ok": result.ok,
                     "error_type": result.error_type.value,
+                    "error": result.error_message[:300],
                     "speedup": result.speedup,
                     "cross_check": result.timing.get("cross_check"),
                 }
@@ -112,6 +122,7 @@ def main() -> None:
     parser.add_argument("--relu", type=int, default=12)
     parser.add_argument("--suite-tasks", type=int, default=45)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--first", choices=["base", "judge"], default="base", help="which tree runs first in round 1")
     parser.add_argument("--out", default=None, help="write OUT.md and OUT.json")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -124,6 +135,8 @@ def main() -> None:
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
     for round_index in range(args.rounds):
         order = list(trees) if round_index % 2 == 0 else list(reversed(trees))
+        if args.first == "judge":
+            order.reverse()
         for name in order:
             print(f"round {round_index + 1}/{args.rounds}: {name} ...", file=sys.stderr, flush=True)
             runs[name].append(_run_worker(trees[name], args))
@@ -153,12 +166,10 @@ def _report(runs: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> 
             "ok": sum(r["ok"] for r in results[-1]["suite"]) if results else 0,
             "count": count,
         }
-    if not all(runs.values()):
+    if not all(runs.values()):  # e.g. one tree per run, orders alternated across runs (merge the JSON)
         return "incomplete: " + json.dumps({k: len(v) for k, v in runs.items()}) + "\n"
     base, new = rows["base"], rows["judge"]
-    verdicts = {
-        name: {r["task"]: (r["ok"], r["error_type"]) for r in runs[name][-1]["suite"]} for name in runs
-    }
+    verdicts = {name: {r["task"]: (r["ok"], r["error_type"]) for r in runs[name][-1]["suite"]} for name in runs}
     differ = sorted(t for t in verdicts["base"] if verdicts["base"][t] != verdicts["judge"].get(t))
     checks = [r["cross_check"] for run in runs["judge"] for r in run["suite"] if r.get("cross_check")]
     lines = [

@@ -240,7 +240,10 @@ class RootBuilder:
                 return
             except OSError as exc:
                 self.notes.append(f"a private /proc could not be mounted ({errno.errorcode.get(exc.errno or 0)})")
-        self._bind("/proc", "ro", False)
+        # The host's /proc, writable: the CUDA driver writes its own /proc/self entries and fails to
+        # start (error 304) on a read-only /proc. Landlock keeps writes to /proc/self, and the user
+        # namespace keeps /proc/sys and other processes' entries out of reach.
+        self._bind("/proc", "rw", False)
 
     def _switch(self) -> None:
         os.chdir(self.staging)

@@ -254,12 +254,16 @@ def test_writes_outside_the_scratch_directory_fail(scratch: Path, outside: Path,
         assert not Path("/dev/shm/akg").exists()
 
 
-def test_only_its_own_proc_entries_are_writable(scratch: Path) -> None:
-    need("landlock")
+@pytest.mark.parametrize("layers", ["landlock", "all_without_pid_ns"])
+def test_only_its_own_proc_entries_are_writable(scratch: Path, layers: str) -> None:
+    # Without a PID namespace (the device backends) the new root carries the host's /proc: it must
+    # stay writable for the process's own entries (CUDA fails with error 304 on a read-only one).
+    need("landlock", *(("mount_ns",) if layers != "landlock" else ()))
+    chosen = LANDLOCK_ONLY if layers == "landlock" else frozenset(LAYERS) - {"pid_ns"}
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
         out = in_sandbox(
-            policy(scratch, LANDLOCK_ONLY),
+            policy(scratch, chosen).replace(pid_namespace=False),
             lambda: {
                 "own": attempt(lambda: Path("/proc/self/comm").write_text("akg-child")),
                 "other": attempt(lambda: Path(f"/proc/{sleeper.pid}/comm").write_text("pwned")),
