@@ -69,6 +69,7 @@ test: venv-test browser
 	$(VENV)/bin/ruff check ascend_kernel_gym tests bench examples
 	$(PY) -m pytest -q $(SUITE_QUALITY)
 	$(PY) -m pytest -q --ignore=$(SUITE_QUALITY)
+	$(MAKE) test-verl
 
 ## The fast lane: every test not marked slow (the end-to-end kernel corpora, learning runs, README run-through).
 test-fast: venv-test
@@ -97,4 +98,4 @@ lint: venv-test
 	$(VENV)/bin/ruff check ascend_kernel_gym tests bench examples
 
 clean:
-	rm -rf $(VENV) runs site .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VERL_VENV) runs site .pytest_cache .ruff_cache
