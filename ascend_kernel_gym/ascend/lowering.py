@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ascend_kernel_gym.ascend.chips import ChipProfile, resolve_chip
+from ascend_kernel_gym.ascend.contexts import launch_dict
 from ascend_kernel_gym.ascend.lower_env import TRITON_ASCEND_VERSION, cache_root
 from ascend_kernel_gym.ascend.lower_errors import classify
 from ascend_kernel_gym.ascend.lower_ir import adapter_facts
@@ -445,5 +446,11 @@ def lower_launches(
         if item.facts is not None:
             item.budget = budget_of(item.facts, profile)
         report.kernels.append(item)
+    lowered_names = {spec.kernel for spec in specs}
+    for name in dict.fromkeys(launch_dict(launch)["kernel"] for launch in launches):
+        if name in lowered_names:
+            continue
+        why = module.skipped.get(name) or f"{name} is not a @triton.jit function of the source"
+        report.kernels.append(KernelLowering(kernel=name, spec={}, status="skipped", notes=[why]))
     report.seconds = time.perf_counter() - started
     return report

@@ -134,6 +134,19 @@ def test_no_answer_an_unusable_module_and_unrecorded_constexprs_are_never_failur
     assert unrecorded.kernels[0].status == "skipped" and not runner.requests
 
 
+def test_kernels_left_out_of_the_rebuilt_module_are_reported_as_skipped() -> None:
+    code = CODE + "\n\n@triton.jit\ndef odd(x_ptr, n=len('x')):\n    pass\n"
+    runner = FakeRunner(lambda k: {"ok": True, "ttadapter": adapter_ir("16xf32")})
+    launches = [LAUNCH, {"kernel": "odd", "grid": [1], "constexprs": {}, "tensor_args": []}]
+    launches.append({"kernel": "elsewhere", "grid": [1], "constexprs": {}, "tensor_args": []})
+    report = lower_launches(code, launches, "910B3", runner, cache=LoweringCache())
+    status = {k.kernel: (k.status, " ".join(k.notes)) for k in report.kernels}
+    assert status["copy_kernel"][0] == "lowered"
+    assert status["odd"][0] == "skipped" and "default value" in status["odd"][1]
+    assert status["elsewhere"] == ("skipped", "elsewhere is not a @triton.jit function of the source")
+    assert not report.failed
+
+
 def test_a_gpu_profile_and_code_without_kernels_give_no_lowering() -> None:
     runner = FakeRunner(lambda k: pytest.fail("the runner must not be called"))
     gpu = lower_launches(CODE, [LAUNCH], "H200", runner, cache=LoweringCache())
