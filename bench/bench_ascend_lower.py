@@ -245,7 +245,7 @@ def _launch_facts(task: Any, code: str, runner: Any) -> list[dict[str, Any] | No
     from ascend_kernel_gym.ascend.capture import capture_launches
 
     launches = capture_launches(task, code, "full")
-    report = lower_launches(code, launches, "910B3", runner)
+    report = lower_launches(code, launches, "910B3", runner, cache=LoweringCache())
     by_key = {}
     for item in report.kernels:
         if item.facts is not None:
@@ -431,6 +431,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--share-tasks", nargs="+", default=None, help="tasks for the interpreter share (default: 12)")
     parser.add_argument("--workers", type=int, default=2, help="interpreter processes of the rank part")
     parser.add_argument("--rank-tasks", nargs="+", default=None, help="tasks of the rank part (default: all)")
+    parser.add_argument(
+        "--reuse", type=Path, default=None, help="a previous run's JSON: parts not run now come from it"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     env = load_env()
@@ -439,6 +442,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started = time.perf_counter()
     data: dict[str, Any] = {}
+    if args.reuse is not None:
+        previous = json.loads(args.reuse.read_text())
+        data.update({part: previous[part] for part in PARTS if part in previous and part not in args.parts})
     if "timing" in args.parts:
         data["timing"] = part_timing(env)
     if "corpus" in args.parts:
@@ -455,7 +461,10 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python bench/bench_ascend_lower.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "seconds": round(time.perf_counter() - started, 1),
     }  # fmt: skip
-    text = render(meta, data)
+    if args.reuse is not None:
+        meta["command"] += f" (parts {', '.join(p for p in PARTS if p in data and p not in args.parts)} from "
+        meta["command"] += f"{previous['meta']['date']}: {previous['meta']['command']})"
+    text = render(meta, {part: data[part] for part in PARTS if part in data})
     args.out.write_text(text + "\n")
     args.out.with_suffix(".json").write_text(json.dumps({"meta": meta, **data}, indent=1, default=str))
     print(text)

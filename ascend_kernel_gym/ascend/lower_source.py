@@ -303,12 +303,18 @@ def kernel_specs(lowering: LoweringModule, launches: list[LaunchRecord | dict[st
     to ``None`` and a note (lowering it would fail for a reason that is not the kernel's).
     """
     specs: dict[str, KernelSpec] = {}
+    seen: set[str] = set()
     for raw in launches:
         launch = launch_dict(raw)
         kernel = lowering.kernels.get(launch["kernel"])
         if kernel is None:
             continue
         explicit = raw.get("signature") if isinstance(raw, dict) else getattr(raw, "signature", None)
+        dtypes = [t[1] if len(t) > 1 else None for t in launch["tensor_args"]]
+        key = json.dumps([launch["kernel"], launch["constexprs"], dtypes, explicit], sort_keys=True, default=str)
+        if key in seen:  # the same kernel launched again the same way (records differ in grid and shapes)
+            continue
+        seen.add(key)
         spec = _spec(lowering.parsed, kernel, launch, explicit if isinstance(explicit, dict) else None)
         spec.def_line = kernel.node.lineno
         specs.setdefault(spec.key, spec)
