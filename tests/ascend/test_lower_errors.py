@@ -94,3 +94,21 @@ def test_the_new_entries_trigger_on_the_compilers_and_the_evaluators_wording() -
     }
     for entry, text in cases.items():
         assert entries[entry].match_triggers(text), entry
+
+
+def test_the_kb_wrapper_finds_the_lowering_entries_of_a_result() -> None:
+    """A result with a lowering failure in warn mode: the wrapper's Ascend-check hits name the finding's
+    entry, and the warning line the agent sees triggers the crash and pointer entries by their wording."""
+    from ascend_kernel_gym.kb_index.retrieval import KnowledgeBase
+    from ascend_kernel_gym.wrappers.kb_retrieval import ascend_check_hits, build_query
+
+    message = (
+        "k does not lower (triton-ascend 3.2.0 for Ascend910B3): triton-adapter-opt crashed (SIGSEGV) in its "
+        "--triton-to-unstructure pass: a pointer chosen at run time (tl.where or if / else between pointers) at line 9"
+    )
+    finding = {"rule": "lowering_failed", "severity": "error", "kb_id": "lowering-pointer-select-or-branch"}
+    result = {"error_type": "none", "ascend_checks": [finding], "warnings": [f"ascend[lowering_failed] {message}"]}
+    assert ascend_check_hits(result) == [("lowering-pointer-select-or-branch", "ascend_check: lowering_failed")]
+    _query, trigger_text = build_query(None, None, result)
+    hits = {entry.id for entry, _match in KnowledgeBase().trigger_hits(trigger_text)}
+    assert {"lowering-pointer-select-or-branch", "eval-ascend-compile-error"} <= hits
