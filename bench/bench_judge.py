@@ -77,7 +77,7 @@ def worker(root: str, backend: str, relu: int, suite_tasks: int) -> dict[str, An
             started = time.perf_counter()
             result = ev.evaluate(EvalRequest(task=task, code=task.solution_source() or "", seed=7))
             out["suite"].append(
-                {
+                row := {
                     "task": task.id,
                     "s": time.perf_counter() - started,
                     "ok": result.ok,
@@ -87,6 +87,7 @@ def worker(root: str, backend: str, relu: int, suite_tasks: int) -> dict[str, An
                     "cross_check": result.timing.get("cross_check"),
                 }
             )
+            print(json.dumps(row), file=sys.stderr, flush=True)  # progress: survives a run cut short
         out["suite_wall_s"] = time.perf_counter() - started_all
     return out
 
