@@ -28,6 +28,8 @@ _EXPORTS = {
     "Task": "ascend_kernel_gym.tasks.task",
     "get_task": "ascend_kernel_gym.tasks.suite",
     "load_suite": "ascend_kernel_gym.tasks.suite",
+    # verifiers finds an environment by its package: `vf-eval ascend-kernel-gym`, vf.load_environment(...)
+    "load_environment": "ascend_kernel_gym.integrations.verifiers_env",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]

@@ -127,8 +127,12 @@ def _evaluate(state: ChildState, prepared: Prepared | None) -> None:
         raise prepared.error
     assert prepared.device is not None
     device = prepared.device
-    if state.link is None:  # a stand-alone child: no zygote, so its judge sits in this process
-        state.link = LocalJudgeLink(job, device)  # type: ignore[assignment]
+    # The zygote judges on the interpreter; on devices (where shipping outputs of hundreds of MB out
+    # as bytes costs seconds per trial) and in a stand-alone child the judge sits in this process.
+    if job.judge_in_zygote and state.link is not None:
+        state.judge = state.link
+    else:
+        state.judge = LocalJudgeLink(job, device, lambda: check_snapshot(state.snapshot) if state.snapshot else None)
     mark = PartTimer(result.stage_durations, "compile")
     limit_memory(job)
     result.device = device_name(job.backend)

@@ -241,9 +241,9 @@ def run_correctness(
             "every correctness trial used the task's own input distribution: the task's reference fails on the "
             "device for other values (a device-side check such as binary_cross_entropy's input range)"
         )
-    if state.link is None:
-        raise StageError(ErrorType.HARNESS_ERROR, "the correctness stage needs the zygote's judge")
-    plan = state.link.request_plan()
+    if state.judge is None:
+        raise StageError(ErrorType.HARNESS_ERROR, "the correctness stage has no judge")
+    plan = state.judge.request_plan()
     if not isinstance(plan, dict) or not isinstance(plan.get("trials"), list):
         raise StageError(ErrorType.HARNESS_ERROR, "the judge sent no trial plan")
     if plan.get("profile") != result.profile:
@@ -279,6 +279,9 @@ def run_correctness(
 
 def _ship_trial(state: ChildState, index: int | str, call: CandidateCall, again: Any) -> bytes:
     """Send one trial's output (and the evaluation's result so far) to the judge; its answer byte."""
+    if getattr(state.judge, "live", False):  # a judge in this process: the values as they are
+        after = {i: (call.inputs_after or [])[i] for i in call.changed}
+        return state.judge.send_trial_live(index, call.output, again, call.aliased, call.changed, after)
     tensors: list[torch.Tensor] = []
     try:
         header = {
@@ -293,8 +296,7 @@ def _ship_trial(state: ChildState, index: int | str, call: CandidateCall, again:
         payload = encode_payload_parts(header, tensors)
     except WireError as problem:
         raise StageError(ErrorType.WRONG_OUTPUT_TYPE, f"the output cannot be compared: {problem}") from None
-    assert state.link is not None
-    return state.link.send_trial(payload)
+    return state.judge.send_trial(payload)
 
 
 def _result_so_far(state: ChildState) -> dict[str, Any]:

@@ -64,6 +64,10 @@ _HINTS: dict[ErrorType, str] = {
     ErrorType.INPUT_MUTATED: "Write results into a new output tensor; never modify the inputs.",
     ErrorType.OUTPUT_ALIASES_INPUT: "Allocate a fresh output tensor and write it with your kernel.",
     ErrorType.ASCEND_CONSTRAINT: "Adapt the kernel to the Ascend constraints listed above.",
+    ErrorType.ASCEND_COMPILE_ERROR: (
+        "Rewrite the construct the first line names so that triton-ascend compiles the kernel (or shrink the "
+        "tiles that overflow the on-chip buffer); keep the rest."
+    ),
     ErrorType.HARNESS_ERROR: "This is an evaluator problem, not your kernel's; you may resubmit.",
 }
 
@@ -93,6 +97,7 @@ _TITLES: dict[ErrorType, str] = {
     ErrorType.INPUT_MUTATED: "Inputs modified (counted as a hack)",
     ErrorType.OUTPUT_ALIASES_INPUT: "Output aliases an input (counted as a hack)",
     ErrorType.ASCEND_CONSTRAINT: "Ascend constraint violated",
+    ErrorType.ASCEND_COMPILE_ERROR: "Does not compile for Ascend (triton-ascend)",
     ErrorType.HARNESS_ERROR: "Evaluator error",
 }
 

@@ -38,6 +38,9 @@ class Job:
     #: on values outside [0, 1]), which no process can recover from
     task_inputs_only: bool = False
     torch_threads: int = 1
+    #: the verdict comes from the judge in the zygote (set by the zygote: the interpreter backend);
+    #: otherwise the child judges in its own process (device backends, stand-alone children)
+    judge_in_zygote: bool = False
     #: Test hook: run the timing stage on the interpreter with wall-clock timers and a small
     #: cache flush, to exercise that code without a device. Its numbers mean nothing.
     cpu_timing: bool = False

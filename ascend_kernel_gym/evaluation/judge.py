@@ -110,20 +110,26 @@ class Judge:
             self.reference_failure = StageError(error_type, str(error.get("message", ""))[:2000])
             return
         try:
-            decoded = decode_tensors(header, body)
-            self._ref_devices = {id(t): device for t, device in decoded}
-            tensors = [t for t, _ in decoded]
-            trials = header["trials"]
-            if not isinstance(trials, list) or len(trials) != self.num_trials:
-                raise WireError("the plan has the wrong number of trials")
-            self.trials = [self._reference_trial(entry, tensors) for entry in trials]
-            self.probe = self._reference_trial(header["probe"], tensors)
-            self.profile = str(header.get("profile", ""))
+            self._load_plan(header, decode_tensors(header, body))
         except (WireError, KeyError, TypeError, ValueError) as exc:
             self.trials = []
             self.reference_failure = StageError(
                 ErrorType.HARNESS_ERROR, f"the reference child's results are unreadable: {exc}"
             )
+
+    def load_live_reference(self, header: dict[str, Any], tensors: list[torch.Tensor]) -> None:
+        """Take a plan built in this process (:func:`.reference_run.build_plan`), its tensors as they are."""
+        self._load_plan(header, [(t, t.device.type) for t in tensors])
+
+    def _load_plan(self, header: dict[str, Any], decoded: list[tuple[torch.Tensor, str]]) -> None:
+        self._ref_devices = {id(t): device for t, device in decoded}
+        tensors = [t for t, _ in decoded]
+        trials = header["trials"]
+        if not isinstance(trials, list) or len(trials) != self.num_trials:
+            raise WireError("the plan has the wrong number of trials")
+        self.trials = [self._reference_trial(entry, tensors) for entry in trials]
+        self.probe = self._reference_trial(header["probe"], tensors)
+        self.profile = str(header.get("profile", ""))
 
     @staticmethod
     def _reference_trial(entry: dict[str, Any], tensors: list[torch.Tensor]) -> _Trial:
@@ -154,6 +160,20 @@ class Judge:
         finally:
             torch.set_num_threads(threads)
 
+    def judge_live(
+        self, index: int | str, output: Any, again: Any, aliased: list[bool], changed: list[int], after: dict[int, Any]
+    ) -> Verdict:
+        """Judge one trial from values of this process (a judge that shares the candidate's process)."""
+        devices: dict[int, str] = {}
+        for value in (output, again, *after.values()):
+            for _, leaf in output_leaves(value) if value is not None else ():
+                if isinstance(leaf, torch.Tensor):
+                    devices[id(leaf)] = leaf.device.type
+        try:
+            return self._route(index, _Decoded(output, devices), _Decoded(again, devices), aliased, changed, after)
+        except StageError as failure:
+            return Verdict("fail", failure)
+
     def _judge(self, header: dict[str, Any], body: bytes) -> Verdict:
         try:
             tensors = decode_tensors(header, body)
@@ -168,13 +188,26 @@ class Judge:
                 "fail", StageError(ErrorType.SANDBOX_VIOLATION, f"the child's trial message is malformed: {exc}")
             )
         try:
-            if index == "probe":
-                return self._judge_probe(output)
-            if type(index) is not int or index != self.passed or index >= len(self.trials):
-                raise StageError(ErrorType.SANDBOX_VIOLATION, "the child sent its trials out of order")
-            return self._judge_trial(index, output, again, aliased, changed, after)
+            return self._route(index, output, again, aliased, changed, after)
         except StageError as failure:
             return Verdict("fail", failure)
+
+    def _route(
+        self,
+        index: Any,
+        output: _Decoded,
+        again: _Decoded | None,
+        aliased: list[bool],
+        changed: list[int],
+        after: dict[int, Any],
+    ) -> Verdict:
+        if index == "probe":
+            return self._judge_probe(output)
+        if type(index) is not int or index != self.passed or index >= len(self.trials):
+            raise StageError(ErrorType.SANDBOX_VIOLATION, "the child sent its trials out of order")
+        if again is not None and again.value is None:
+            again = None
+        return self._judge_trial(index, output, again, aliased, changed, after)
 
     def _judge_probe(self, output: _Decoded) -> Verdict:
         pending, self._pending = self._pending, None

@@ -66,8 +66,8 @@ _WARNED: set[str] = set()
 
 
 def compile_error_type() -> ErrorType:
-    """``ascend_compile_error``, or ``ascend_constraint`` while ``ErrorType`` has no such member."""
-    return getattr(ErrorType, "ASCEND_COMPILE_ERROR", ErrorType.ASCEND_CONSTRAINT)
+    """The error type of a kernel that does not lower (or overflows UB / L1) in ``enforce`` mode."""
+    return ErrorType.ASCEND_COMPILE_ERROR
 
 
 # --- the worker process -------------------------------------------------------------------------

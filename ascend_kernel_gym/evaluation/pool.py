@@ -160,6 +160,9 @@ class ZygoteHandle:
                 "tmp_root": self.tmp_root,
                 "prefork": self.prefork,
                 "os_sandbox": self.os_sandbox,
+                # Where correctness is judged: "zygote" or "child" (default: the zygote on the
+                # interpreter, the child on devices). A knob for tests and debugging.
+                "judge": os.environ.get("AKG_JUDGE", ""),
             },
         )
         reply = self._read(time.monotonic() + START_TIMEOUT_S)

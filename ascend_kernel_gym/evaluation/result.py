@@ -63,6 +63,9 @@ class ErrorType(str, Enum):
     OUTPUT_ALIASES_INPUT = "output_aliases_input"
     # Ascend rules in enforce mode
     ASCEND_CONSTRAINT = "ascend_constraint"
+    # triton-ascend's own compiler (its ttir / ttadapter stages) refused the kernel, or its on-chip
+    # allocations overflow the chip's buffers (the ascend_lower stage in enforce mode)
+    ASCEND_COMPILE_ERROR = "ascend_compile_error"
     # the harness itself failed (never the candidate's fault)
     HARNESS_ERROR = "harness_error"
 

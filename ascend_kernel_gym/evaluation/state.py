@@ -75,6 +75,8 @@ class ChildState:
     #: the reference in float32 for float16 / bfloat16 outputs (False: unavailable)
     reference_hi: Any = None
     link: ZygoteLink | None = None
+    #: who judges the correctness trials: the zygote (through ``link``) or a judge in this process
+    judge: Any = None
     t_stage: float = field(default_factory=time.perf_counter)
 
     def stage(self, stage: Stage) -> None:

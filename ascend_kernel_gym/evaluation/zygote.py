@@ -78,6 +78,9 @@ class Zygote:
         self.torch_threads = int(config.get("torch_threads", 1))
         self.prefork = bool(config.get("prefork", True))
         self.os_sandbox = bool(config.get("os_sandbox", False))
+        #: the judge runs here, with a reference child per job (the interpreter); on devices the
+        #: candidate's child judges itself (shipping full-size outputs out costs seconds per trial)
+        self.judge_here = {"zygote": True, "child": False}.get(config.get("judge") or "", self.backend == "interpreter")
         self.warm_cache: str | None = None
         self.compiler_warm = False
         self.baseline_rss = 0
@@ -345,7 +348,7 @@ class Zygote:
 
     def start_spare(self) -> None:
         """Fork the children the next job needs (its candidate's and its reference's), if missing."""
-        while self.prefork and len(self.spares) < SPARES:
+        while self.prefork and len(self.spares) < (SPARES if self.judge_here else 1):
             self.spares.append(self._fork_child())
 
     def shutdown(self) -> None:
@@ -366,8 +369,9 @@ class Zygote:
         if job.seed is None:  # both children draw from the same source
             job.seed = int.from_bytes(os.urandom(8), "little")
         self._settle(min(deadline, time.perf_counter() + SETTLE_MAX_S))
-        judge = Judge(job.task.atol, job.task.rtol, job.num_trials)
-        reference = self._start_reference(job, deadline)
+        job.judge_in_zygote = self.judge_here
+        judge = Judge(job.task.atol, job.task.rtol, job.num_trials) if self.judge_here else None
+        reference = self._start_reference(job, deadline) if self.judge_here else None
         child = self._take_spare() or self._fork_child()
         for attempt in range(2):
             job.sandbox = child.sandbox
@@ -379,7 +383,7 @@ class Zygote:
             run = ChildStream(child, token)
             if sent:
                 self._supervise(run, deadline, memory_mb, reference, judge)
-            if run.taken or run.reason or attempt or judge.reference_failure is not None:
+            if run.taken or run.reason or attempt or (judge is not None and judge.reference_failure is not None):
                 break
             # The child died (or would not read) before it took the job: a spare killed or broken
             # while it waited is the harness's problem, never the candidate's. Once more, fresh.
@@ -456,6 +460,8 @@ class Zygote:
         from ascend_kernel_gym.evaluation.result import EvalResult, Stage, bound_result
 
         reply = run.reply()
+        if judge is None:  # the child judged itself (device backends)
+            return bound_result(EvalResult.from_dict(reply)).to_dict() if reply is not None else None
         failure = run.failure
         if failure is None and reply is None and judge.reference_failure is not None and not run.reason:
             failure = judge.reference_failure  # the candidate's child was ended because of it
@@ -506,7 +512,7 @@ class Zygote:
         pid, read_fd = child.pid, child.result_fd
         eof = False
         ref_open = reference is not None
-        if reference is None:
+        if reference is None and judge is not None:
             judge.reference_failure = judge.reference_failure or harness_failure(
                 "the reference child could not be started"
             )
@@ -532,7 +538,7 @@ class Zygote:
                     os.read(spare.result_fd, 1)
             if ref_open and reference is not None:
                 ref_open = self._follow_reference(reference, ready, judge, deadline, rss_limit)
-            if judge.reference_failure is not None and run.status is None and not run.reason:
+            if judge is not None and judge.reference_failure is not None and run.status is None and not run.reason:
                 self._kill_group(pid)
                 self.exiting.append(pid)
                 break
@@ -549,9 +555,15 @@ class Zygote:
                         break
                 else:
                     eof = True
-            if run.plan_asked and not plan_sent and judge.ready and judge.reference_failure is None:
+            if (
+                run.plan_asked
+                and not plan_sent
+                and judge is not None
+                and judge.ready
+                and judge.reference_failure is None
+            ):
                 plan_sent = self._answer(child, encode_message(judge.plan()))
-            if run.trials and self._judge_trials(run, judge):
+            if run.trials and judge is not None and self._judge_trials(run, judge):
                 self._kill_group(pid)
                 self.exiting.append(pid)
                 break

@@ -146,7 +146,7 @@ def test_warn_adds_findings_and_notes_enforce_fails_a_passing_kernel() -> None:
 
 
 def test_compile_error_type_is_the_issues_name_when_result_has_it() -> None:
-    expected = "ascend_compile_error" if hasattr(ErrorType, "ASCEND_COMPILE_ERROR") else "ascend_constraint"
+    expected = "ascend_compile_error"
     assert compile_error_type().value == expected
 
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ascend_kernel_gym.evaluation import EvalRequest, Evaluator
+from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, Evaluator
 from ascend_kernel_gym.evaluation import zygote as zygote_module
 from ascend_kernel_gym.evaluation.child_stream import Child, ChildStream
 from ascend_kernel_gym.evaluation.wire import HEADER, JOB_TAKEN, QUIET, READY, RESULT, encode_result
@@ -359,5 +359,25 @@ def test_judging_big_outputs_never_leaves_the_zygote_unable_to_fork(relu_solutio
         for i in range(3):
             result = ev.evaluate(EvalRequest(task=task, code=relu_solution + f"\n# big {i}\n", seed=i))
             assert result.ok, (i, result.error_type, result.error_message)
+    finally:
+        ev.close()
+
+
+def test_the_device_path_judges_in_the_child_with_the_same_verdicts(relu_task, relu_solution, tmp_path, monkeypatch):
+    # On cuda / npu the candidate's child judges itself (no reference child, one spare): run that
+    # path on the interpreter and check it reaches the same verdicts as the zygote's judge.
+    monkeypatch.setenv("AKG_JUDGE", "child")
+    wrong = relu_solution.replace("tl.maximum(x, 0.0)", "tl.maximum(x, 0.5)")
+    constant = relu_solution.replace("tl.maximum(x, 0.0)", "x * 0.0")
+    assert wrong != relu_solution and constant != relu_solution
+    ev = Evaluator(backend="interpreter", workers=1, cache=False, timeout_s=120, tmp_root=str(tmp_path))
+    try:
+        good = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# in child\n", seed=4))
+        assert good.ok and good.trials_passed == 5, good.error_message
+        assert _running_children(ev._handles[0].proc.pid, settle_to=1)  # one spare: no reference child
+        bad = ev.evaluate(EvalRequest(task=relu_task, code=wrong, seed=4))
+        assert bad.error_type == ErrorType.VALUE_MISMATCH and "trial 1 of 5" in bad.error_message
+        zero = ev.evaluate(EvalRequest(task=relu_task, code=constant, seed=4))
+        assert zero.error_type == ErrorType.INPUT_INDEPENDENT, zero.error_message
     finally:
         ev.close()
