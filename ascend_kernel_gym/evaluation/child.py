@@ -31,7 +31,7 @@ from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.local_judge import LocalJudgeLink
 from ascend_kernel_gym.evaluation.process import ChildSetup, Prepared, device_name, limit_memory, prepare
 from ascend_kernel_gym.evaluation.reference_run import reference_main
-from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
+from ascend_kernel_gym.evaluation.result import ErrorType, Stage
 from ascend_kernel_gym.evaluation.snapshot import check_snapshot
 from ascend_kernel_gym.evaluation.state import ChildState, PartTimer, ResultWriter, apply_failure
 from ascend_kernel_gym.evaluation.timing import run_timing
@@ -82,16 +82,7 @@ def child_main(job: Job, result_fd: int, token: str, prepared: Prepared | None =
     if prepared is not None and prepared.link is not None:
         marker = RESULT
     writer = ResultWriter(result_fd, token, marker)
-    result = EvalResult(
-        task_id=job.task.id,
-        backend=job.backend,
-        profile=job.profile,
-        code_hash=job.code_hash,
-        stage=Stage.COMPILE,
-        format_ok=True,
-        static_ok=True,
-        warnings=list(job.static_warnings),
-    )
+    result = job.first_result()
     state = ChildState(job=job, result=result, writer=writer, sandbox=job.sandbox, link=prepared and prepared.link)
     interpreter_memcheck.reset()  # what the zygote's warm-up launched is not this evaluation's
     try:

@@ -14,7 +14,7 @@ import sys
 import traceback
 from typing import Any
 
-from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType
+from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalResult
 
 #: the memory check's module name (looked up in ``sys.modules``, never imported from here)
 MEMCHECK_MODULE = "ascend_kernel_gym.backends.interpreter_memcheck"
@@ -39,6 +39,19 @@ class StageError(Exception):
         self.message = message
         self.hack = hack
         self.metrics = metrics
+
+
+def record_failure(result: EvalResult, failure: StageError) -> None:
+    """Record ``failure`` in ``result`` (a hack type, or a failure marked ``hack``, marks a hack)."""
+    result.error_type = failure.error_type
+    result.error_message = failure.message
+    result.correct = False
+    for key, value in failure.metrics.items():
+        if hasattr(result, key):
+            setattr(result, key, value)
+    if failure.error_type in HACK_ERROR_TYPES or failure.hack:
+        result.hack = True
+        result.hack_reasons.append(f"{failure.error_type.value}: {failure.message.splitlines()[0][:200]}")
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

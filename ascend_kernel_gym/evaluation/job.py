@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ascend_kernel_gym.evaluation.result import EvalResult, Stage
 from ascend_kernel_gym.tasks.task import Task
 
 
@@ -44,3 +45,16 @@ class Job:
     #: Test hook: run the timing stage on the interpreter with wall-clock timers and a small
     #: cache flush, to exercise that code without a device. Its numbers mean nothing.
     cpu_timing: bool = False
+
+    def first_result(self) -> EvalResult:
+        """The result as an evaluation of this job starts: past the static stage, compiling."""
+        return EvalResult(
+            task_id=self.task.id,
+            backend=self.backend,
+            profile=self.profile,
+            code_hash=self.code_hash,
+            stage=Stage.COMPILE,
+            format_ok=True,
+            static_ok=True,
+            warnings=list(self.static_warnings),
+        )

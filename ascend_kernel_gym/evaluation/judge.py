@@ -29,9 +29,9 @@ from typing import Any
 import torch
 
 from ascend_kernel_gym.evaluation.compare import compare, outputs_close, outputs_identical, quick_close
-from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.errors import StageError, record_failure
 from ascend_kernel_gym.evaluation.outputs import OutputCheckError, flatten_outputs, output_leaves
-from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalResult, Stage
+from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
 from ascend_kernel_gym.evaluation.tensor_wire import WireError, decode_tensors, decode_tree
 
 #: the fastest memory any device has, bytes per second (an H200 moves 4.8e12, a B200 8e12): no
@@ -392,19 +392,6 @@ def with_note(failure: StageError, note: str) -> StageError:
     return StageError(failure.error_type, failure.message + note, hack=failure.hack, **failure.metrics)
 
 
-def apply_failure(result: EvalResult, failure: StageError) -> None:
-    """Record ``failure`` in ``result`` (a hack type, or a failure marked ``hack``, marks a hack)."""
-    result.error_type = failure.error_type
-    result.error_message = failure.message
-    result.correct = False
-    for key, value in failure.metrics.items():
-        if hasattr(result, key):
-            setattr(result, key, value)
-    if failure.error_type in HACK_ERROR_TYPES or failure.hack:
-        result.hack = True
-        result.hack_reasons.append(f"{failure.error_type.value}: {failure.message.splitlines()[0][:200]}")
-
-
 def timing_check(result: EvalResult, window_s: float | None, out_bytes: int) -> dict[str, Any]:
     """Cross-check the child's claimed timings against what the zygote saw; returns the record.
 
@@ -452,7 +439,7 @@ def merge_final(result: EvalResult, judge: Judge) -> EvalResult:
         result.trials_passed = min(result.trials_passed, judge.passed)
         return result
     if not judge.done:
-        apply_failure(
+        record_failure(
             result,
             StageError(
                 ErrorType.SANDBOX_VIOLATION,

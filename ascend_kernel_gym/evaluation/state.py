@@ -11,11 +11,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.errors import StageError, record_failure
 from ascend_kernel_gym.evaluation.feedback import scrub_text
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.recorder import Recorder
-from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, EvalResult, Stage, bound_result
+from ascend_kernel_gym.evaluation.result import EvalResult, Stage, bound_result
 from ascend_kernel_gym.evaluation.snapshot import LibrarySnapshot
 from ascend_kernel_gym.evaluation.wire import ZygoteLink, encode_result
 
@@ -135,15 +135,5 @@ def _read_output(sandbox: str, cap: int) -> str:
 
 
 def apply_failure(state: ChildState, failure: StageError) -> None:
-    """Record ``failure`` in the result (a hack type, or a failure marked ``hack``, also marks the
-    result as a hack)."""
-    result = state.result
-    result.error_type = failure.error_type
-    result.error_message = failure.message
-    result.correct = False
-    for key, value in failure.metrics.items():
-        if hasattr(result, key):
-            setattr(result, key, value)
-    if failure.error_type in HACK_ERROR_TYPES or failure.hack:
-        result.hack = True
-        result.hack_reasons.append(f"{failure.error_type.value}: {failure.message.splitlines()[0][:200]}")
+    """Record ``failure`` in the evaluation's result (see :func:`.errors.record_failure`)."""
+    record_failure(state.result, failure)

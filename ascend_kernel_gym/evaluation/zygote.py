@@ -456,8 +456,9 @@ class Zygote:
 
     def _verdict(self, run: ChildStream, job: Any, judge: Any) -> dict[str, Any] | None:
         """The evaluation's result: the candidate child's, with what the judge decided."""
-        from ascend_kernel_gym.evaluation.judge import apply_failure, merge_final, timing_check
-        from ascend_kernel_gym.evaluation.result import EvalResult, Stage, bound_result
+        from ascend_kernel_gym.evaluation.errors import record_failure
+        from ascend_kernel_gym.evaluation.judge import merge_final, timing_check
+        from ascend_kernel_gym.evaluation.result import EvalResult, bound_result
 
         reply = run.reply()
         if judge is None:  # the child judged itself (device backends)
@@ -467,21 +468,9 @@ class Zygote:
             failure = judge.reference_failure  # the candidate's child was ended because of it
         if failure is not None:
             base = run.partial if run.partial is not None else reply
-            if base is None:
-                result = EvalResult(
-                    task_id=job.task.id,
-                    backend=job.backend,
-                    profile=job.profile,
-                    code_hash=job.code_hash,
-                    stage=Stage.COMPILE,
-                    format_ok=True,
-                    static_ok=True,
-                    warnings=list(job.static_warnings),
-                )
-            else:
-                result = EvalResult.from_dict(base)
+            result = job.first_result() if base is None else EvalResult.from_dict(base)
             result.trials_passed = judge.passed
-            apply_failure(result, failure)
+            record_failure(result, failure)
             run.failure = failure
             return bound_result(result).to_dict()
         if reply is None:
