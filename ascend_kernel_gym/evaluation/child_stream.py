@@ -8,6 +8,7 @@ before and without any tensor work.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +85,8 @@ class ChildStream:
         self.payload_result = payload_result
         self.taken = False
         self.quiet_asked = False
+        #: when the child asked for a quiet device (it times right after): the start of the timing window
+        self.quiet_at: float | None = None
         self.plan_asked = False
         self.pending = bytearray()  # bytes not parsed yet (before the result)
         self.in_trial = False
@@ -135,6 +138,7 @@ class ChildStream:
                 self.taken = True
             elif byte == QUIET:
                 self.quiet_asked = True
+                self.quiet_at = time.perf_counter()
             elif byte == PLAN and self.taken:
                 self.plan_asked = True
             elif byte == TRIAL and self.taken:

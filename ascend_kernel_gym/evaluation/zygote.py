@@ -461,8 +461,14 @@ class Zygote:
         from ascend_kernel_gym.evaluation.result import EvalResult, bound_result
 
         reply = run.reply()
-        if judge is None:  # the child judged itself (device backends)
-            return bound_result(EvalResult.from_dict(reply)).to_dict() if reply is not None else None
+        if judge is None:  # the child judged itself (device backends); its timing claims are still checked
+            if reply is None:
+                return None
+            result = EvalResult.from_dict(reply)
+            if result.kernel_ms is not None:
+                window = run.done_at - run.quiet_at if run.done_at and run.quiet_at else None
+                result.timing["cross_check"] = timing_check(result, window, 0)
+            return bound_result(result).to_dict()
         failure = run.failure
         if failure is None and reply is None and judge.reference_failure is not None and not run.reason:
             failure = judge.reference_failure  # the candidate's child was ended because of it
@@ -478,8 +484,9 @@ class Zygote:
         result = EvalResult.from_dict(reply)
         merge_final(result, judge)
         window = None
-        if run.judged_at is not None and run.done_at is not None:
-            window = run.done_at - run.judged_at
+        start = run.judged_at if run.quiet_at is None else max(run.quiet_at, run.judged_at or 0.0)
+        if start is not None and run.done_at is not None:
+            window = run.done_at - start
         if result.kernel_ms is not None:
             result.timing["cross_check"] = timing_check(result, window, judge.out_bytes)
         # Bounded here as well: a child that got past its own cap cannot send a huge result on.

@@ -381,3 +381,28 @@ def test_the_device_path_judges_in_the_child_with_the_same_verdicts(relu_task, r
         assert zero.error_type == ErrorType.INPUT_INDEPENDENT, zero.error_message
     finally:
         ev.close()
+
+
+def test_timings_a_self_judging_child_claims_are_held_to_the_zygotes_clock(tmp_path) -> None:
+    # Device backends: the child judges itself, but its timing window is the zygote's (QUIET -> result).
+    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
+    claims = {
+        "task_id": "core/L1/relu",
+        "backend": "cuda",
+        "profile": "full",
+        "code_hash": "h",
+        "stage": "done",
+        "correct": True,
+        "kernel_ms": 1.0,
+        "ref_ms": 50.0,
+        "speedup": 50.0,
+        "timing": {"kernel_ms_samples": [1.0] * 100, "ref_ms_samples": [50.0] * 100},
+    }
+    for window, forged in ((10.0, False), (0.5, True)):  # 5.1 s of claimed samples
+        run = ChildStream(_child(), "tok")
+        run.feed(READY + JOB_TAKEN + QUIET + _framed("tok", claims))
+        run.done_at = run.quiet_at + window
+        reply = zygote._verdict(run, _job(), None)
+        assert reply["hack"] is forged and (reply["speedup"] is None) is forged, reply["timing"]["cross_check"]
+        assert reply["timing"]["cross_check"]["window_s"] == window
+    os.rmdir(zygote.root)
