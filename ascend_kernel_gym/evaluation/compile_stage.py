@@ -30,7 +30,7 @@ from ascend_kernel_gym.evaluation.inputs import device_redirect
 from ascend_kernel_gym.evaluation.livecheck import check_live_paths
 from ascend_kernel_gym.evaluation.process import library_dirs
 from ascend_kernel_gym.evaluation.recorder import Recorder
-from ascend_kernel_gym.evaluation.reference_model import init_seed_of, load_reference
+from ascend_kernel_gym.evaluation.reference_model import ReferenceSlack, init_seed_of, load_reference
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.snapshot import LibrarySnapshot, check_snapshot, settle_lazy_imports
 from ascend_kernel_gym.evaluation.state import ChildState, PartTimer, apply_failure
@@ -75,6 +75,7 @@ def run_compile(state: ChildState, device: torch.device, mark: PartTimer) -> Com
     # The reference is built (and checked) before any candidate code runs, so a failure here is ours.
     loaded = load_reference(job, init_seed, device)
     task_module, init_inputs, reference = loaded.task_module, loaded.init_inputs, loaded.reference
+    state.slack = ReferenceSlack(reference, device)
     result.profile = loaded.profile
     result.warnings.extend(loaded.warnings)
     mark("reference_check")

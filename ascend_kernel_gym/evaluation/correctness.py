@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from ascend_kernel_gym.evaluation.compare import has_low_precision, inputs_equal, precision_slack, upcast
+from ascend_kernel_gym.evaluation.compare import inputs_equal
 from ascend_kernel_gym.evaluation.errors import StageError, candidate_failure, classify_exception
 from ascend_kernel_gym.evaluation.feedback import scrub_text
 from ascend_kernel_gym.evaluation.input_copies import copied_input_piece
@@ -314,26 +314,9 @@ def _result_so_far(state: ChildState) -> dict[str, Any]:
 
 
 def reference_slack(state: ChildState, reference: Any, inputs: list[Any], out_r: Any) -> list[Any] | None:
-    """The float16 / bfloat16 reference's own rounding error, from the same model run in float32.
+    """The float16 / bfloat16 reference's own rounding error (:class:`.reference_model.ReferenceSlack`).
 
     Runs right after the reference (the library snapshot was just checked, the collector is
     off); anything going wrong here only means no slack, never a failed candidate.
     """
-    if state.reference_hi is False or not has_low_precision(out_r):
-        return None
-    backend = state.job.backend
-    try:
-        if state.reference_hi is None:
-            state.reference_hi = (
-                torch.nn.Module.float(copy.deepcopy(reference)) if isinstance(reference, torch.nn.Module) else False
-            )
-            if state.reference_hi is False:
-                return None
-        with torch.no_grad(), state.redirect or contextlib.nullcontext():
-            out_hi = state.reference_hi(*upcast(clone_inputs(inputs)))
-        if backend in ("cuda", "npu"):
-            getattr(torch, backend).synchronize()
-        return precision_slack(out_r, out_hi)
-    except Exception:  # noqa: BLE001 - a reference that cannot run in float32 gets no slack
-        state.reference_hi = False
-        return None
+    return state.slack(inputs, out_r) if state.slack is not None else None

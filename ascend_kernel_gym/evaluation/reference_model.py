@@ -12,13 +12,14 @@ Imports torch: only the zygote and its children import this module.
 
 from __future__ import annotations
 
+import copy
 import random
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from ascend_kernel_gym.evaluation.compare import outputs_close
+from ascend_kernel_gym.evaluation.compare import has_low_precision, outputs_close, precision_slack, upcast
 from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.inputs import clone_inputs, device_redirect, make_inputs
 from ascend_kernel_gym.evaluation.job import Job
@@ -124,6 +125,43 @@ def check_reference(
             "the reference model gives different outputs for the same inputs (random operations such as "
             "dropout in training mode, or an RNG it draws from), so no kernel can match it"
         )
+
+
+def run_once(model: Any, inputs: list[Any], device: torch.device) -> Any:
+    """``model(*inputs)`` without gradients, finished on the device; a private copy of the output."""
+    with torch.no_grad(), device_redirect(device):
+        out = model(*inputs)
+    if device.type in ("cuda", "npu"):
+        getattr(torch, device.type).synchronize()
+    return detach_copy(out)
+
+
+class ReferenceSlack:
+    """The float16 / bfloat16 reference's own rounding error, from the same model run in float32.
+
+    The float32 copy is made at the first low-precision output and kept; a reference that cannot
+    be copied or run in float32 gets no slack (``None``), never a failed candidate.
+    """
+
+    def __init__(self, reference: Any, device: torch.device) -> None:
+        self.reference = reference
+        self.device = device
+        self.high: Any = None  # None: not made yet; False: cannot be made
+
+    def __call__(self, inputs: list[Any], out: Any) -> list[Any] | None:
+        """The slack of ``out``, the reference's output on ``inputs``."""
+        if self.high is False or not has_low_precision(out):
+            return None
+        try:
+            if self.high is None:
+                is_module = isinstance(self.reference, torch.nn.Module)
+                self.high = torch.nn.Module.float(copy.deepcopy(self.reference)) if is_module else False
+                if self.high is False:
+                    return None
+            return precision_slack(out, run_once(self.high, upcast(clone_inputs(inputs)), self.device))
+        except Exception:  # noqa: BLE001 - a reference that cannot run in float32 gets no slack
+            self.high = False
+            return None
 
 
 def _unsupported_output(value: Any, depth: int = 0) -> str:

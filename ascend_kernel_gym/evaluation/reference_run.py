@@ -16,7 +16,6 @@ Imports torch: only the zygote and its children import this module.
 
 from __future__ import annotations
 
-import copy
 import os
 import random
 import traceback
@@ -24,16 +23,21 @@ from typing import Any, NoReturn
 
 import torch
 
-from ascend_kernel_gym.evaluation.compare import all_finite, has_low_precision, inputs_equal, precision_slack, upcast
+from ascend_kernel_gym.evaluation.compare import all_finite, inputs_equal
 from ascend_kernel_gym.evaluation.errors import REFERENCE_BROKE_DEVICE, StageError, classify_exception
-from ascend_kernel_gym.evaluation.inputs import clone_inputs, device_redirect, make_inputs, trial_distribution
+from ascend_kernel_gym.evaluation.inputs import clone_inputs, make_inputs, trial_distribution
 from ascend_kernel_gym.evaluation.job import Job
-from ascend_kernel_gym.evaluation.outputs import detach_copy
 from ascend_kernel_gym.evaluation.process import Prepared, limit_memory
-from ascend_kernel_gym.evaluation.reference_model import LoadedReference, init_seed_of, load_reference
+from ascend_kernel_gym.evaluation.reference_model import (
+    LoadedReference,
+    ReferenceSlack,
+    init_seed_of,
+    load_reference,
+    run_once,
+)
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.tensor_wire import encode_payload_parts, encode_tree
-from ascend_kernel_gym.evaluation.wire import RESULT
+from ascend_kernel_gym.evaluation.wire import RESULT, write_all
 
 
 def reference_main(job: Job, result_fd: int, token: str, prepared: Prepared) -> NoReturn:
@@ -60,20 +64,9 @@ def reference_main(job: Job, result_fd: int, token: str, prepared: Prepared) -> 
         failure = {"type": ErrorType.HARNESS_ERROR.value, "message": message}
         parts = [RESULT, *encode_payload_parts({"error": failure, "token": token}, [])]
     try:
-        for part in parts:
-            view = memoryview(part).cast("B")
-            while view:
-                view = view[os.write(result_fd, view) :]
+        write_all(result_fd, *parts)
     finally:
         os._exit(0)
-
-
-def _run(reference: Any, inputs: list[Any], device: torch.device) -> Any:
-    with torch.no_grad(), device_redirect(device):
-        out = reference(*inputs)
-    if device.type in ("cuda", "npu"):
-        getattr(torch, device.type).synchronize()
-    return detach_copy(out)
 
 
 def _device_usable(device: torch.device) -> bool:
@@ -88,29 +81,6 @@ def _device_usable(device: torch.device) -> bool:
         return False
 
 
-class _Slack:
-    """The float32 copy of a float16 / bfloat16 reference, made once, and its rounding error."""
-
-    def __init__(self, reference: Any, device: torch.device) -> None:
-        self.reference = reference
-        self.device = device
-        self.high: Any = None  # None: not made yet; False: cannot be made
-
-    def __call__(self, inputs: list[Any], out: Any) -> list[Any] | None:
-        if self.high is False or not has_low_precision(out):
-            return None
-        try:
-            if self.high is None:
-                is_module = isinstance(self.reference, torch.nn.Module)
-                self.high = torch.nn.Module.float(copy.deepcopy(self.reference)) if is_module else False
-                if self.high is False:
-                    return None
-            return precision_slack(out, _run(self.high, upcast(clone_inputs(inputs)), self.device))
-        except Exception:  # noqa: BLE001 - a reference that cannot run in float32 gets no slack
-            self.high = False
-            return None
-
-
 def build_plan(job: Job, device: torch.device, tensors: list[torch.Tensor]) -> dict[str, Any]:
     """The plan header (its tensors appended to ``tensors``); raises :class:`StageError`.
 
@@ -119,7 +89,7 @@ def build_plan(job: Job, device: torch.device, tensors: list[torch.Tensor]) -> d
     """
     rng = random.Random(job.seed if job.seed is not None else int.from_bytes(os.urandom(8), "little"))
     loaded = load_reference(job, init_seed_of(rng), device)
-    slack_of = _Slack(loaded.reference, device)
+    slack_of = ReferenceSlack(loaded.reference, device)
     trials: list[dict[str, Any]] = []
     fallback_next = False
     attempts = 0
@@ -150,7 +120,7 @@ def _reference_trial(
     device: torch.device,
     seed: int,
     distribution: str,
-    slack_of: _Slack,
+    slack_of: ReferenceSlack,
     tensors: list[torch.Tensor],
     slack: bool = True,
 ) -> dict[str, Any] | None:
@@ -158,7 +128,7 @@ def _reference_trial(
     base = make_inputs(loaded.task_module, seed, distribution, device)
     ref_inputs = clone_inputs(base)
     try:
-        out = _run(loaded.reference, ref_inputs, device)
+        out = run_once(loaded.reference, ref_inputs, device)
     except BaseException as exc:  # noqa: BLE001 - the task's own code
         kind = classify_exception(exc)
         text = f"{type(exc).__name__}: {str(exc)[:300]}"

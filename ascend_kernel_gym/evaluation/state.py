@@ -17,7 +17,7 @@ from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.recorder import Recorder
 from ascend_kernel_gym.evaluation.result import EvalResult, Stage, bound_result
 from ascend_kernel_gym.evaluation.snapshot import LibrarySnapshot
-from ascend_kernel_gym.evaluation.wire import ZygoteLink, encode_result
+from ascend_kernel_gym.evaluation.wire import ZygoteLink, encode_result, write_all
 
 MAX_MESSAGE_CHARS = 4000
 
@@ -38,11 +38,7 @@ class ResultWriter:
         """Write ``result`` (only the first time) and end the process."""
         if not self.done:
             self.done = True
-            data = self.marker + encode_result(self.token, result.to_dict())
-            view = memoryview(data)
-            while view:
-                written = os.write(self.fd, view)
-                view = view[written:]
+            write_all(self.fd, self.marker, encode_result(self.token, result.to_dict()))
         os._exit(0)
 
 
@@ -72,8 +68,8 @@ class ChildState:
     recorder: Recorder | None = None
     snapshot: LibrarySnapshot | None = None
     redirect: Any = None
-    #: the reference in float32 for float16 / bfloat16 outputs (False: unavailable)
-    reference_hi: Any = None
+    #: the reference's rounding slack for float16 / bfloat16 outputs (set by the compile stage)
+    slack: Any = None
     link: ZygoteLink | None = None
     #: who judges the correctness trials: the zygote (through ``link``) or a judge in this process
     judge: Any = None

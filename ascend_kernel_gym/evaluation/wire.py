@@ -55,12 +55,17 @@ def encode_message(message: Any) -> bytes:
     return frame(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
 
+def write_all(fd: int, *parts: bytes | memoryview) -> None:
+    """Write ``parts`` to ``fd`` one after the other, each whole (blocking; no joined copy)."""
+    for part in parts:
+        view = memoryview(part).cast("B")
+        while view:
+            view = view[os.write(fd, view) :]
+
+
 def write_message(fd: int, message: Any) -> None:
     """Write one framed message to ``fd`` (blocking until all of it is written)."""
-    data = memoryview(encode_message(message))
-    while data:
-        written = os.write(fd, data)
-        data = data[written:]
+    write_all(fd, encode_message(message))
 
 
 def read_message(fd: int) -> Any:
@@ -160,10 +165,7 @@ class ZygoteLink:
         """Send one trial payload (its pieces, :func:`.tensor_wire.encode_payload_parts`) and wait for
         the judge's answer byte (empty if none comes)."""
         try:
-            for part in (TRIAL, *parts):
-                data = memoryview(part).cast("B")
-                while data:
-                    data = data[os.write(self.result_fd, data) :]
+            write_all(self.result_fd, TRIAL, *parts)
             return os.read(self.job_fd, 1)
         except OSError:
             return b""

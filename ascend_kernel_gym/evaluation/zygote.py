@@ -44,6 +44,7 @@ from ascend_kernel_gym.evaluation.wire import (
     QUIET_MAX_S,
     encode_message,
     read_message,
+    write_all,
     write_message,
 )
 
@@ -374,10 +375,7 @@ class Zygote:
         reference = self._start_reference(job, deadline) if self.judge_here else None
         child = self._take_spare() or self._fork_child()
         for attempt in range(2):
-            job.sandbox = child.sandbox
-            job.warm_cache = self.warm_cache
-            job.torch_threads = self.torch_threads
-            sent = self._send(child, {"job": job, "token": token, "sent_at": time.monotonic()}, deadline)
+            sent = self._hand_job(child, job, token, deadline) is not None
             if attempt == 0:
                 self.start_spare()  # the next job's children get ready while this one runs
             run = ChildStream(child, token)
@@ -390,7 +388,7 @@ class Zygote:
             self._discard(child, reaped=run.status is not None)
             child = self._fork_child()
         if reference is not None:
-            self._end_reference(reference, judge)
+            self._end_reference(reference)
         wall = time.perf_counter() - started
         reply = self._verdict(run, job, judge)
         if not run.taken and not run.reason and reply is None:
@@ -412,18 +410,26 @@ class Zygote:
             "sandbox": child.sandbox,
         }
 
-    def _start_reference(self, job: Any, deadline: float) -> ChildStream | None:
-        """Hand the reference child its job (a fresh one if the spare will not take it)."""
+    def _hand_job(
+        self, child: Child, job: Any, token: str, deadline: float, role: str = "candidate"
+    ) -> dict[str, Any] | None:
+        """Send ``child`` its job (in its own sandbox); the message sent, or None if it would not take it."""
+        job.sandbox = child.sandbox
+        job.warm_cache = self.warm_cache
+        job.torch_threads = self.torch_threads
+        message = {"job": job, "token": token, "role": role, "sent_at": time.monotonic()}
+        return message if self._send(child, message, deadline) else None
+
+    def _start_reference(self, job: Any, deadline: float, retried: bool = False) -> ChildStream | None:
+        """Hand a reference child its job: the spare, or a fresh child if the spare will not take it
+        (``retried``: a fresh child at once, the spare having died)."""
         token = secrets.token_hex(16)
-        for _ in range(2):
-            child = self._take_spare() or self._fork_child()
-            job.sandbox = child.sandbox
-            job.warm_cache = self.warm_cache
-            job.torch_threads = self.torch_threads
-            message = {"job": job, "token": token, "role": "reference", "sent_at": time.monotonic()}
-            if self._send(child, message, deadline):
+        for attempt in range(1 if retried else 2):
+            child = (None if retried or attempt else self._take_spare()) or self._fork_child()
+            message = self._hand_job(child, job, token, deadline, role="reference")
+            if message is not None:
                 run = ChildStream(child, token, payload_result=True)
-                run.message = message
+                run.message, run.retried = message, retried
                 return run
             self._discard(child)
         return None
@@ -433,24 +439,18 @@ class Zygote:
         harness's problem, so once more with a fresh child. False if that fails too."""
         if reference.retried or reference.message is None:
             return False
-        reference.retried = True
         self._discard(reference.child, reaped=reference.status is not None)
-        child = self._fork_child()
-        reference.message["job"].sandbox = child.sandbox
-        if not self._send(child, reference.message, deadline):
-            self._discard(child)
+        fresh = self._start_reference(reference.message["job"], deadline, retried=True)
+        if fresh is None:
             return False
-        fresh = ChildStream(child, reference.token, payload_result=True)
-        fresh.message, fresh.retried = reference.message, True
         reference.__dict__.update(fresh.__dict__)
         return True
 
-    def _end_reference(self, reference: ChildStream, judge: Any) -> None:
+    def _end_reference(self, reference: ChildStream) -> None:
         """Kill the reference child (done, or no longer needed) and release what it held."""
         child = reference.child
         if reference.status is None:
-            self._kill_group(child.pid)
-            self.exiting.append(child.pid)
+            self._retire(child.pid)
         self._release_pipes(child)
         shutil.rmtree(child.sandbox, ignore_errors=True)
 
@@ -461,16 +461,14 @@ class Zygote:
         from ascend_kernel_gym.evaluation.result import EvalResult, bound_result
 
         reply = run.reply()
-        if judge is None:  # the child judged itself (device backends); its timing claims are still checked
-            if reply is None:
-                return None
-            result = EvalResult.from_dict(reply)
-            if result.kernel_ms is not None:
-                window = run.done_at - run.quiet_at if run.done_at and run.quiet_at else None
-                result.timing["cross_check"] = timing_check(result, window, 0)
-            return bound_result(result).to_dict()
-        failure = run.failure
-        if failure is None and reply is None and judge.reference_failure is not None and not run.reason:
+        failure = run.failure  # set only by the judge here
+        if (
+            failure is None
+            and reply is None
+            and judge is not None
+            and judge.reference_failure is not None
+            and not run.reason
+        ):
             failure = judge.reference_failure  # the candidate's child was ended because of it
         if failure is not None:
             base = run.partial if run.partial is not None else reply
@@ -482,13 +480,13 @@ class Zygote:
         if reply is None:
             return None
         result = EvalResult.from_dict(reply)
-        merge_final(result, judge)
-        window = None
-        start = run.judged_at if run.quiet_at is None else max(run.quiet_at, run.judged_at or 0.0)
-        if start is not None and run.done_at is not None:
-            window = run.done_at - start
+        if judge is not None:  # otherwise the child judged itself (device backends)
+            merge_final(result, judge)
         if result.kernel_ms is not None:
-            result.timing["cross_check"] = timing_check(result, window, judge.out_bytes)
+            # The timed calls ran after the quiet-device request and after the judge's last verdict.
+            starts = [t for t in (run.quiet_at, run.judged_at) if t is not None]
+            window = run.done_at - max(starts) if starts and run.done_at is not None else None
+            result.timing["cross_check"] = timing_check(result, window, judge.out_bytes if judge is not None else 0)
         # Bounded here as well: a child that got past its own cap cannot send a huge result on.
         return bound_result(result).to_dict()
 
@@ -532,11 +530,12 @@ class Zygote:
                 if spare.result_fd in ready:
                     spare.ready = True  # READY, or its pipe closed: either way it starts no context now
                     os.read(spare.result_fd, 1)
+            poll_memory = bool(rss_limit) and now - last_poll > RSS_POLL_S
             if ref_open and reference is not None:
-                ref_open = self._follow_reference(reference, ready, judge, deadline, rss_limit)
+                limit = rss_limit if poll_memory else 0
+                ref_open = self._follow_reference(reference, ready, judge, deadline, limit)
             if judge is not None and judge.reference_failure is not None and run.status is None and not run.reason:
-                self._kill_group(pid)
-                self.exiting.append(pid)
+                self._retire(pid)
                 break
             if read_fd in ready:
                 chunk = os.read(read_fd, 1 << 20)
@@ -546,8 +545,7 @@ class Zygote:
                         quiet_since = now
                     if run.status is None and not run.reason and run.reply() is not None:
                         run.done_at = time.perf_counter()
-                        self._kill_group(pid)
-                        self.exiting.append(pid)
+                        self._retire(pid)
                         break
                 else:
                     eof = True
@@ -560,8 +558,7 @@ class Zygote:
             ):
                 plan_sent = self._answer(child, encode_message(judge.plan()))
             if run.trials and judge is not None and self._judge_trials(run, judge):
-                self._kill_group(pid)
-                self.exiting.append(pid)
+                self._retire(pid)
                 break
             if quiet_since is not None and (self._quiet() or now - quiet_since > QUIET_MAX_S):
                 quiet_since = None
@@ -582,7 +579,7 @@ class Zygote:
                 continue
             if eof and run.status is None and time.perf_counter() > deadline + 5:
                 self._kill(pid)
-            if rss_limit and now - last_poll > RSS_POLL_S and run.status is None:
+            if poll_memory and run.status is None:
                 last_poll = now
                 if rss_bytes(pid) > rss_limit:
                     run.reason = "memory"
@@ -603,10 +600,7 @@ class Zygote:
                     return False
                 if not reference.garbled:
                     return True
-            if not reference.taken and self._restart_reference(reference, deadline):
-                return True
-            judge.reference_failure = harness_failure("the reference child ended without its results")
-            return False
+            return self._reference_gone(reference, judge, deadline)
         if time.perf_counter() > deadline:
             judge.reference_failure = harness_failure(
                 "the task's reference did not finish its trials within the time limit", timeout=True
@@ -621,11 +615,16 @@ class Zygote:
             more, _, _ = select.select([child.result_fd], [], [], 0.2)
             if more:
                 return True  # what it wrote before it went is read on the next turn
-            if not reference.taken and self._restart_reference(reference, deadline):
-                return True
-            judge.reference_failure = harness_failure("the reference child ended without its results")
-            return False
+            return self._reference_gone(reference, judge, deadline)
         return True
+
+    def _reference_gone(self, reference: ChildStream, judge: Any, deadline: float) -> bool:
+        """The reference child ended without its results: restarted if it never took its job
+        (True: keep following it), else the evaluation's harness failure (False)."""
+        if not reference.taken and self._restart_reference(reference, deadline):
+            return True
+        judge.reference_failure = harness_failure("the reference child ended without its results")
+        return False
 
     def _judge_trials(self, run: ChildStream, judge: Any) -> bool:
         """Judge the trials that have arrived; True when one failed (the evaluation ends)."""
@@ -641,13 +640,16 @@ class Zygote:
             self._answer(run.child, PROBE if verdict.action == "probe" else CONTINUE)
         return False
 
+    def _retire(self, pid: int) -> None:
+        """End a child whose part is over; it is reaped later (``exiting``)."""
+        self._kill_group(pid)
+        self.exiting.append(pid)
+
     @staticmethod
     def _answer(child: Child, data: bytes) -> bool:
         """Write ``data`` on the child's job pipe; False if it is gone."""
-        view = memoryview(data)
         try:
-            while view:
-                view = view[os.write(child.job_fd, view) :]
+            write_all(child.job_fd, data)
         except OSError:
             return False
         return True
