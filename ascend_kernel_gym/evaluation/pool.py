@@ -25,13 +25,15 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ascend_kernel_gym.evaluation.wire import HEADER, write_message
+from ascend_kernel_gym.evaluation.wire import HEADER, LEASE_EXTRA_MAX_S, write_message
 from ascend_kernel_gym.evaluation.zygote import BOOTSTRAP
 
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "TMPDIR", "PYTHONHASHSEED", "SYSTEMROOT")
 _ENV_PREFIXES = ("CUDA", "NVIDIA", "ASCEND", "NPU_", "HCCL", "TRITON_PTXAS", "TRITON_LIBCUDA")
 START_TIMEOUT_S = 600.0
-REPLY_GRACE_S = 60.0
+#: beyond the job's own limit: the zygote's start-up, and the device lease's waits and pauses
+#: (at most 3 x LEASE_EXTRA_MAX_S, evaluation/device_lease.py)
+REPLY_GRACE_S = 60.0 + 3 * LEASE_EXTRA_MAX_S
 #: (backend, layers off) already reported in this process
 _REPORTED_LAYERS: set[tuple[str, str]] = set()
 _REPORTED_LOCK = threading.Lock()
@@ -163,6 +165,10 @@ class ZygoteHandle:
                 # Where correctness is judged: "zygote" or "child" (default: the zygote on the
                 # interpreter, the child on devices). A knob for tests and debugging.
                 "judge": os.environ.get("AKG_JUDGE", ""),
+                # Several zygotes per device: "1"/"0" forces the device lease on / off (default: on
+                # for devices), and where its lock files live (evaluation/device_lease.py).
+                "device_lease": os.environ.get("AKG_DEVICE_LEASE", ""),
+                "lease_dir": os.environ.get("AKG_LEASE_DIR") or None,
             },
         )
         reply = self._read(time.monotonic() + START_TIMEOUT_S)
