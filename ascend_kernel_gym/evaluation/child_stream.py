@@ -85,6 +85,11 @@ class ChildStream:
         self.payload_result = payload_result
         self.taken = False
         self.quiet_asked = False
+        #: the zygote held the device's lease alone when it let the child time (:mod:`.device_lease`)
+        self.lease_held = False
+        self.lease_at: float | None = None
+        #: when the zygote let it time
+        self.go_at: float | None = None
         #: when the child asked for a quiet device (it times right after): the start of the timing window
         self.quiet_at: float | None = None
         self.plan_asked = False

@@ -43,6 +43,9 @@ CONTINUE = b"C"
 PROBE = b"B"
 #: the longest a child waits for a quiet device before timing anyway
 QUIET_MAX_S = 10.0
+#: the longest a zygote waits for another zygote's timing on the same device (:mod:`.device_lease`),
+#: before a job starts and before its own timing; its children's stopped time is added to their limits
+LEASE_EXTRA_MAX_S = 45.0
 
 
 def frame(payload: bytes) -> bytes:
@@ -174,13 +177,13 @@ class ZygoteLink:
         """Ask for a quiet device (no sibling starting or ending a context).
 
         Returns the seconds waited and whether the zygote granted it (False: no answer within
-        :data:`QUIET_MAX_S` and a second, or the zygote went away).
+        :data:`QUIET_MAX_S`, :data:`LEASE_EXTRA_MAX_S` and a second, or the zygote went away).
         """
         started = time.perf_counter()
         granted = False
         try:
             self.send(QUIET)
-            deadline = started + QUIET_MAX_S + 1.0
+            deadline = started + QUIET_MAX_S + LEASE_EXTRA_MAX_S + 1.0
             while (left := deadline - time.perf_counter()) > 0:
                 ready, _, _ = select.select([self.job_fd], [], [], left)
                 if ready:

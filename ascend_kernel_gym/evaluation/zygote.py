@@ -37,9 +37,11 @@ import time
 from typing import Any
 
 from ascend_kernel_gym.evaluation.child_stream import Child, ChildStream, harness_failure, rss_bytes
+from ascend_kernel_gym.evaluation.device_lease import DeviceLease, LeaseKeeper, device_key, lease_enabled
 from ascend_kernel_gym.evaluation.wire import (
     CONTINUE,
     GO,
+    LEASE_EXTRA_MAX_S,
     PROBE,
     QUIET_MAX_S,
     encode_message,
@@ -91,6 +93,12 @@ class Zygote:
         self.exiting: list[int] = []
         #: the zygote's own pipe ends, closed in every child
         self.harness_fds: set[int] = set()
+        #: the device's lease (several zygotes per device; :mod:`.device_lease`), None when off
+        self.lease: DeviceLease | None = None
+        if lease_enabled(self.backend, str(config.get("device_lease") or "")):
+            self.lease = DeviceLease(device_key(self.backend), config.get("lease_dir"))
+        #: spares stopped when the last job ended (they resume under the next job's lease)
+        self.stopped_spares: list[int] = []
 
     # --- warm-up ------------------------------------------------------------------------------
     def warm(self) -> dict[str, Any]:
@@ -364,6 +372,10 @@ class Zygote:
     def run_job(self, job: Any, timeout: float, memory_mb: int) -> dict[str, Any]:
         from ascend_kernel_gym.evaluation.judge import Judge
 
+        keeper = LeaseKeeper(self.lease, time.perf_counter) if self.lease is not None else None
+        if keeper is not None:  # waits for another zygote's timing on this device to end
+            keeper.enter(time.perf_counter() + LEASE_EXTRA_MAX_S, self.stopped_spares)
+            self.stopped_spares = []
         started = time.perf_counter()
         deadline = started + timeout
         token = secrets.token_hex(16)
@@ -380,7 +392,7 @@ class Zygote:
                 self.start_spare()  # the next job's children get ready while this one runs
             run = ChildStream(child, token)
             if sent:
-                self._supervise(run, deadline, memory_mb, reference, judge)
+                self._supervise(run, deadline, memory_mb, reference, judge, keeper)
             if run.taken or run.reason or attempt or (judge is not None and judge.reference_failure is not None):
                 break
             # The child died (or would not read) before it took the job: a spare killed or broken
@@ -389,8 +401,12 @@ class Zygote:
             child = self._fork_child()
         if reference is not None:
             self._end_reference(reference)
+        if keeper is not None:
+            keeper.leave([spare.pid for spare in self.spares if not spare.ready])
+            self.stopped_spares = [spare.pid for spare in self.spares if not spare.ready]
+            deadline += keeper.paused_s
         wall = time.perf_counter() - started
-        reply = self._verdict(run, job, judge)
+        reply = self._verdict(run, job, judge, keeper)
         if not run.taken and not run.reason and reply is None:
             run.reason = "timeout" if time.perf_counter() > deadline else "not_started"
             self._discard(child, reaped=run.status is not None)
@@ -454,7 +470,9 @@ class Zygote:
         self._release_pipes(child)
         shutil.rmtree(child.sandbox, ignore_errors=True)
 
-    def _verdict(self, run: ChildStream, job: Any, judge: Any) -> dict[str, Any] | None:
+    def _verdict(
+        self, run: ChildStream, job: Any, judge: Any, keeper: LeaseKeeper | None = None
+    ) -> dict[str, Any] | None:
         """The evaluation's result: the candidate child's, with what the judge decided."""
         from ascend_kernel_gym.evaluation.errors import record_failure
         from ascend_kernel_gym.evaluation.judge import merge_final, timing_check
@@ -487,11 +505,26 @@ class Zygote:
             starts = [t for t in (run.quiet_at, run.judged_at) if t is not None]
             window = run.done_at - max(starts) if starts and run.done_at is not None else None
             result.timing["cross_check"] = timing_check(result, window, judge.out_bytes if judge is not None else 0)
+            if keeper is not None:
+                result.timing["device_lease"] = {
+                    "held": run.lease_held,
+                    "waited_s": round(keeper.waited_s, 4),
+                    "paused_s": round(keeper.paused_s, 4),
+                    # CLOCK_MONOTONIC seconds (one clock for every process of the host): from the
+                    # go-ahead to the result; the spans of one device's timings never overlap
+                    "span": [run.go_at, run.done_at],
+                }
         # Bounded here as well: a child that got past its own cap cannot send a huge result on.
         return bound_result(result).to_dict()
 
     def _supervise(
-        self, run: ChildStream, deadline: float, memory_mb: int, reference: ChildStream | None, judge: Any
+        self,
+        run: ChildStream,
+        deadline: float,
+        memory_mb: int,
+        reference: ChildStream | None,
+        judge: Any,
+        keeper: LeaseKeeper | None = None,
     ) -> None:
         """Follow one evaluation until its result is in or its child is gone.
 
@@ -500,7 +533,9 @@ class Zygote:
         not delay the reply; it is killed and reaped later. Meanwhile feeds the reference child's
         results and the candidate child's trials to the judge, answers the plan request and the
         QUIET request (once the spares are ready and earlier children are reaped), and enforces
-        the deadline and the memory cap on both children.
+        the deadline and the memory cap on both children. With a device lease (``keeper``), the
+        QUIET request is answered once this zygote holds the device alone, and the children are
+        stopped while another zygote times (that time is added to the deadline).
         """
         child = run.child
         pid, read_fd = child.pid, child.result_fd
@@ -514,8 +549,17 @@ class Zygote:
         quiet_since: float | None = None
         rss_limit = self.baseline_rss + memory_mb * 1024 * 1024 if memory_mb > 0 else 0
         last_poll = 0.0
+        base_deadline = deadline
+        timing = False  # the child was told GO: it is timing, nothing pauses it
         while True:
             now = time.perf_counter()
+            if keeper is not None:
+                if not timing and quiet_since is None and run.status is None:
+                    keeper.turn(lambda: self._pausable(child, reference))
+                deadline = base_deadline + keeper.paused_s
+                if keeper.paused:
+                    time.sleep(0.005)
+                    continue
             if now > deadline and run.status is None:
                 run.reason = "timeout"
                 self._kill(pid)
@@ -560,9 +604,11 @@ class Zygote:
             if run.trials and judge is not None and self._judge_trials(run, judge):
                 self._retire(pid)
                 break
-            if quiet_since is not None and (self._quiet() or now - quiet_since > QUIET_MAX_S):
+            if quiet_since is not None and self._may_time(keeper, run, now - quiet_since):
                 quiet_since = None
                 run.quiet_asked = False
+                timing = True
+                run.go_at = time.perf_counter()
                 self._answer(child, GO)
             if run.status is None:
                 done, wait_status = os.waitpid(pid, os.WNOHANG)
@@ -584,6 +630,29 @@ class Zygote:
                 if rss_bytes(pid) > rss_limit:
                     run.reason = "memory"
                     self._kill(pid)
+
+    def _may_time(self, keeper: LeaseKeeper | None, run: ChildStream, asked_s: float) -> bool:
+        """Whether the child that asked for a quiet device may time now.
+
+        Without a lease: once this worker's own spares and leftovers are quiet (or after
+        :data:`QUIET_MAX_S`). With one: once this zygote holds the device alone and its own
+        children are quiet; it times anyway (``lease_held`` False) after :data:`LEASE_EXTRA_MAX_S`.
+        """
+        if keeper is None:
+            return self._quiet() or asked_s > QUIET_MAX_S
+        now = time.perf_counter()
+        if run.lease_at is None:
+            if not keeper.want_exclusive():
+                return keeper.wanted_for() > LEASE_EXTRA_MAX_S
+            run.lease_held, run.lease_at = True, now  # this worker's own quiet wait starts now
+        return self._quiet() or now - run.lease_at > QUIET_MAX_S
+
+    def _pausable(self, child: Child, reference: ChildStream | None) -> list[int]:
+        """This job's processes that work on the device: its children and the spares still starting."""
+        pids = [child.pid] + [spare.pid for spare in self.spares if not spare.ready]
+        if reference is not None and reference.status is None:
+            pids.append(reference.child.pid)
+        return pids
 
     def _follow_reference(
         self, reference: ChildStream, ready: list[int], judge: Any, deadline: float, rss_limit: int
