@@ -12,6 +12,61 @@ from ascend_kernel_gym.agents.advantages import ESTIMATORS
 MODEL_PRESETS = ("tiny", "qwen2.5-0.5b")
 TOKENIZERS = ("auto", "char", "bpe")
 DTYPES = ("float32", "bfloat16", "float16")
+#: Loss aggregations (``agents.loss.AGGREGATIONS``; repeated here so that the config imports no torch).
+AGGREGATIONS = ("token_mean", "sequence_mean", "constant")
+KL_ESTIMATORS = ("k3", "k2")
+TRUNCATED_ANSWERS = ("keep", "mask", "penalize")
+GENERATION_ENGINES = ("loop", "generate")
+
+#: Named objective settings for the ablations of the ATRL comparison (``preset:`` in a YAML file, or
+#: :meth:`SegmentGRPOConfig.from_preset`). A preset sets these fields; keys given next to it win.
+#: ``grpo``: GRPO as published (terminal reward, no compaction, std-normalised group mean, sequence mean,
+#: symmetric clip). ``dr_grpo``: Dr. GRPO (no std, constant normaliser). ``dapo``: DAPO's loss side
+#: (token mean, clip-higher, cut answers masked; its dynamic sampling is not built in). ``segment_grpo``:
+#: this package's default objective with policy-written compaction, summary tokens trained.
+PRESETS: dict[str, dict[str, Any]] = {
+    "grpo": {
+        "reward_mode": "terminal",
+        "compaction": None,
+        "advantage": "trajectory",
+        "normalize_std": True,
+        "loss_aggregation": "sequence_mean",
+        "clip_low": 0.2,
+        "clip_high": 0.2,
+        "truncated_answers": "keep",
+    },
+    "dr_grpo": {
+        "reward_mode": "terminal",
+        "compaction": None,
+        "advantage": "trajectory",
+        "normalize_std": False,
+        "loss_aggregation": "constant",
+        "clip_low": 0.2,
+        "clip_high": 0.2,
+        "truncated_answers": "keep",
+    },
+    "dapo": {
+        "reward_mode": "terminal",
+        "compaction": None,
+        "advantage": "trajectory",
+        "normalize_std": True,
+        "loss_aggregation": "token_mean",
+        "clip_low": 0.2,
+        "clip_high": 0.28,
+        "truncated_answers": "mask",
+    },
+    "segment_grpo": {
+        "reward_mode": "improvement",
+        "compaction": {"strategy": "policy"},
+        "advantage": "segment",
+        "normalize_std": False,
+        "loss_aggregation": "token_mean",
+        "clip_low": 0.2,
+        "clip_high": 0.28,
+        "train_summary_tokens": True,
+        "truncated_answers": "keep",
+    },
+}
 
 
 @dataclass
@@ -45,7 +100,21 @@ class SegmentGRPOConfig:
             "the bundled tasks, knowledge base and prompts; default 8192), or a local path."
         },
     )
-    dtype: str = field(default="float32", metadata={"help": "Parameter dtype: float32, bfloat16 or float16."})
+    dtype: str = field(
+        default="float32",
+        metadata={
+            "help": "Dtype of the model's weights (generation and forward/backward run in it): float32, bfloat16 "
+            "or float16. With bfloat16/float16 the optimizer keeps float32 master weights (see master_weights)."
+        },
+    )
+    master_weights: bool | None = field(
+        default=None,
+        metadata={
+            "help": "Keep a float32 master copy of the trainable weights in the optimizer (gradients accumulated "
+            "and AdamW moments in float32, the model's weights rounded from the master after each step). Null: "
+            "on when dtype is not float32. Off with bfloat16 most updates at small learning rates round away."
+        },
+    )
     device: str | None = field(
         default=None,
         metadata={"help": "Torch device ('cpu', 'cuda', 'cuda:1'); null picks cuda when available."},
@@ -121,6 +190,28 @@ class SegmentGRPOConfig:
     top_k: int = field(default=0, metadata={"help": "Top-k sampling (0: off)."})
     max_new_tokens: int = field(default=1024, metadata={"help": "Maximum tokens per answer."})
     generation_batch_size: int = field(default=32, metadata={"help": "Contexts per generation forward pass."})
+    generation_engine: str = field(
+        default="loop",
+        metadata={
+            "help": "'loop': the package's own batched sampling loop (dynamic KV cache); 'generate': transformers' "
+            "generate (with static_cache, a static KV cache)."
+        },
+    )
+    static_cache: bool = field(
+        default=False,
+        metadata={"help": "With generation_engine 'generate': cache_implementation='static' (fixed-shape KV cache)."},
+    )
+    compile_decode: bool = field(
+        default=False,
+        metadata={"help": "With a static cache: torch.compile the decoding step (transformers' compile_config)."},
+    )
+    rollout_waves: int = field(
+        default=1,
+        metadata={
+            "help": "Split the live episodes into this many waves: while one wave's answers are evaluated, the "
+            "next wave generates (1: generate all, then evaluate all)."
+        },
+    )
 
     # ---------------------------------------------------------------- objective
     advantage: str = field(
@@ -134,11 +225,38 @@ class SegmentGRPOConfig:
     normalize_std: bool = field(
         default=False, metadata={"help": "Divide advantages by the std of the compared returns."}
     )
+    loss_aggregation: str = field(
+        default="token_mean",
+        metadata={
+            "help": "token_mean (every trainable token of the mini-batch weighs the same; DAPO), sequence_mean "
+            "(every sample weighs the same; GRPO) or constant (sum / (samples x loss_constant); Dr. GRPO)."
+        },
+    )
+    loss_constant: int | None = field(
+        default=None,
+        metadata={"help": "C of the constant aggregation (null: max_new_tokens)."},
+    )
+    truncated_answers: str = field(
+        default="keep",
+        metadata={
+            "help": "Answers cut at max_new_tokens: keep (train them like any other), mask (their tokens get "
+            "weight 0) or penalize (truncation_penalty subtracted from the turn's reward)."
+        },
+    )
+    truncation_penalty: float = field(
+        default=0.0, metadata={"help": "Reward subtracted from a cut answer's turn with truncated_answers: penalize."}
+    )
     clip_low: float = field(default=0.2, metadata={"help": "Lower clip of the ratio: 1 - clip_low."})
     clip_high: float = field(default=0.28, metadata={"help": "Upper clip of the ratio: 1 + clip_high."})
     kl_coef: float = field(
         default=0.0,
-        metadata={"help": "Weight of the k3 KL to the frozen initial policy (0: no reference model)."},
+        metadata={"help": "Weight of the KL penalty to the frozen initial policy (0: no reference model)."},
+    )
+    kl_estimator: str = field(
+        default="k3",
+        metadata={
+            "help": "k3 (value estimates KL(pi||ref), gradient is KL(ref||pi)'s) or k2 (gradient is KL(pi||ref)'s)."
+        },
     )
     mask_overlong: bool = field(default=True, metadata={"help": "Give episodes over the compaction cap zero weight."})
     train_summary_tokens: bool = field(
@@ -198,6 +316,10 @@ class SegmentGRPOConfig:
         metadata={"help": "'auto' (latest checkpoint in output_dir, if any), a checkpoint path, or null."},
     )
     tensorboard: bool = field(default=True, metadata={"help": "Also log to tensorboard when it is installed."})
+    wandb_project: str | None = field(
+        default=None,
+        metadata={"help": "Also log to this Weights & Biases project when wandb is installed (null: off)."},
+    )
     progress: bool = field(default=True, metadata={"help": "Show progress bars."})
 
     def __post_init__(self) -> None:
@@ -228,6 +350,21 @@ class SegmentGRPOConfig:
             raise bad("reward_mode", "must be improvement, score or terminal")
         if self.advantage not in ESTIMATORS:
             raise bad("advantage", f"must be one of {ESTIMATORS}")
+        choices = {
+            "loss_aggregation": AGGREGATIONS,
+            "kl_estimator": KL_ESTIMATORS,
+            "truncated_answers": TRUNCATED_ANSWERS,
+            "generation_engine": GENERATION_ENGINES,
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise bad(name, f"must be one of {allowed}")
+        if self.loss_constant is not None and (isinstance(self.loss_constant, bool) or self.loss_constant < 1):
+            raise bad("loss_constant", "must be an integer >= 1 or null")
+        if self.truncation_penalty < 0:
+            raise bad("truncation_penalty", "must be >= 0")
+        if self.master_weights is not None and not isinstance(self.master_weights, bool):
+            raise bad("master_weights", "must be true, false or null")
         positive_ints = (
             "tasks_per_iteration",
             "max_turns",
@@ -238,6 +375,7 @@ class SegmentGRPOConfig:
             "mini_batches",
             "max_tokens_per_micro_batch",
             "keep_checkpoints",
+            "rollout_waves",
         )
         for name in positive_ints:
             value = getattr(self, name)
@@ -289,11 +427,31 @@ class SegmentGRPOConfig:
         """Field name -> help text."""
         return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
 
+    @property
+    def uses_master_weights(self) -> bool:
+        """Whether the optimizer keeps float32 master weights (``master_weights``, null resolved by ``dtype``)."""
+        return self.dtype != "float32" if self.master_weights is None else self.master_weights
+
+    @classmethod
+    def from_preset(cls, name: str, **overrides: Any) -> SegmentGRPOConfig:
+        """A config with :data:`PRESETS` ``[name]`` applied, then ``overrides``."""
+        return cls.from_dict({"preset": name, **overrides})
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SegmentGRPOConfig:
-        """Build from a mapping; unknown keys raise ``ValueError`` listing the known ones."""
+        """Build from a mapping; unknown keys raise ``ValueError`` listing the known ones.
+
+        A ``preset`` key names one of :data:`PRESETS`: its values are applied first, the mapping's other
+        keys override them.
+        """
         if not isinstance(data, dict):
             raise ValueError(f"a config must be a mapping, got {type(data).__name__}")
+        data = dict(data)
+        preset = data.pop("preset", None)
+        if preset is not None:
+            if preset not in PRESETS:
+                raise ValueError(f"unknown preset {preset!r}; presets: {sorted(PRESETS)}")
+            data = {**PRESETS[preset], **data}
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

@@ -355,6 +355,7 @@ def _record_step(
         speedup=speedup,
         text=gen.text,
         sample=stream.sample_index,
+        truncated=gen.meta.get("finish_reason") == "length",
     )
     start = len(sample.response_ids)
     if policy is not None:

@@ -28,6 +28,7 @@ class TurnRecord:
         span: ``(start, end)`` of this turn's policy tokens inside its sample's ``response_ids``
             (``(0, 0)`` when the policy gives no token ids).
         sample: index of the sample (in :attr:`RolloutBatch.samples`) holding this turn, or -1.
+        truncated: the answer was cut at ``max_new_tokens`` (the generation ended without a stop token).
     """
 
     index: int
@@ -40,6 +41,7 @@ class TurnRecord:
     text: str = ""
     span: tuple[int, int] = (0, 0)
     sample: int = -1
+    truncated: bool = False
 
 
 @dataclass

@@ -30,10 +30,13 @@ from ascend_kernel_gym.agents.advantages import assign_advantages
 from ascend_kernel_gym.agents.config import SegmentGRPOConfig
 from ascend_kernel_gym.agents.hf import HFPolicy, SamplingParams
 from ascend_kernel_gym.agents.loss import clipped_surrogate_loss, mismatch_keep, selective_log_softmax
+from ascend_kernel_gym.agents.precision import TrainerOptimizer
 from ascend_kernel_gym.agents.rollout import EnvPool, collect_rollouts, make_env
 from ascend_kernel_gym.agents.samples import RolloutBatch, SegmentSample
 
 CHECKPOINT_PREFIX = "checkpoint-"
+#: Where a LoRA run's checkpoint keeps its adapter (the checkpoint directory itself holds the merged model).
+ADAPTER_DIR = "adapter"
 
 
 # ---------------------------------------------------------------------- building blocks
@@ -305,8 +308,9 @@ class SegmentGRPOTrainer:
         params = [p for p in self.model.parameters() if p.requires_grad]
         if not params:
             raise ValueError("the model has no trainable parameters")
-        self.optimizer = torch.optim.AdamW(
+        self.optimizer = TrainerOptimizer(
             params,
+            master_weights=config.uses_master_weights,
             lr=config.learning_rate,
             betas=(config.adam_beta1, config.adam_beta2),
             weight_decay=config.weight_decay,
@@ -404,14 +408,28 @@ class SegmentGRPOTrainer:
         return record
 
     # ------------------------------------------------------------------ update
-    def _weights(self, sample: SegmentSample) -> list[float]:
+    def _weights(self, sample: SegmentSample, masked_spans: Sequence[tuple[int, int]] = ()) -> list[float]:
+        """Per-token loss weights: policy tokens, less overlong samples, summary tokens (if off), ``masked_spans``."""
         cfg = self.config
         if cfg.mask_overlong and sample.overlong:
             return [0.0] * len(sample.response_ids)
         weights = [float(m) for m in sample.loss_mask]
         if not cfg.train_summary_tokens:
             weights = [w * (1 - s) for w, s in zip(weights, sample.summary_mask, strict=True)]
+        for start, end in masked_spans:
+            weights[start:end] = [0.0] * (end - start)
         return weights
+
+    def _truncated_spans(self, batch: RolloutBatch) -> dict[int, list[tuple[int, int]]]:
+        """Token spans of answers cut at ``max_new_tokens``, by sample index, when ``truncated_answers`` is mask."""
+        spans: dict[int, list[tuple[int, int]]] = {}
+        if self.config.truncated_answers != "mask":
+            return spans
+        for episode in batch.episodes:
+            for turn in episode.turns:
+                if turn.truncated and turn.sample >= 0:
+                    spans.setdefault(turn.sample, []).append(turn.span)
+        return spans
 
     def _no_grad_logprobs(self, model: Any, samples: list[SegmentSample]) -> list[list[float]]:
         out: list[list[float]] = [[] for _ in samples]
@@ -435,8 +453,13 @@ class SegmentGRPOTrainer:
         """Compute advantages and take ``mini_batches`` optimizer steps on ``batch``'s samples."""
         cfg = self.config
         started = time.perf_counter()
-        per_turn = assign_advantages(batch, cfg.advantage, gamma=cfg.gamma, normalize_std=cfg.normalize_std)
+        penalty = cfg.truncation_penalty if cfg.truncated_answers == "penalize" else 0.0
+        per_turn = assign_advantages(
+            batch, cfg.advantage, gamma=cfg.gamma, normalize_std=cfg.normalize_std, truncation_penalty=penalty
+        )
         flat_adv = [a for row in per_turn for a in row]
+        truncated_spans = self._truncated_spans(batch)
+        spans_of = {id(s): truncated_spans.get(i, []) for i, s in enumerate(batch.samples)}
         samples = [s for s in batch.samples if s.response_ids and s.num_policy_tokens > 0]
         for s in samples:
             s.check()
@@ -479,11 +502,15 @@ class SegmentGRPOTrainer:
         steps = 0
         for mini in minis:
             kept = [i for i in mini if keep[i]]
-            weights = {i: self._weights(samples[i]) for i in kept}
+            weights = {i: self._weights(samples[i], spans_of[id(samples[i])]) for i in kept}
             num_tokens = sum(sum(w) for w in weights.values())
             if num_tokens <= 0:
                 continue
-            self.optimizer.zero_grad(set_to_none=True)
+            # S (sequence_mean): samples with a trainable token; M (constant): every sample of the mini-batch
+            num_samples = (
+                sum(1 for w in weights.values() if sum(w) > 0) if cfg.loss_aggregation == "sequence_mean" else len(mini)
+            )
+            self.optimizer.zero_grad()
             for group in pack_micro_batches([samples[i].length for i in kept], cfg.max_tokens_per_micro_batch):
                 idx = [kept[g] for g in group]
                 chunk = [samples[i] for i in idx]
@@ -499,19 +526,20 @@ class SegmentGRPOTrainer:
                     clip_high=cfg.clip_high,
                     ref_logprobs=_right_aligned([ref[i] for i in idx], width, self.device) if ref else None,
                     kl_coef=cfg.kl_coef,
+                    kl_estimator=cfg.kl_estimator,
+                    aggregation=cfg.loss_aggregation,
+                    num_samples=num_samples,
+                    constant=cfg.loss_constant or cfg.max_new_tokens,
                 )
                 out.loss.backward()
+                self.optimizer.accumulate()
                 totals["loss"] += float(out.loss.detach())
                 totals["tokens"] += out.tokens
                 totals["clipped"] += out.clipped
                 totals["kl_sum"] += out.kl_sum
                 totals["ratio_sum"] += out.ratio_sum
                 totals["input_tokens"] += n_inputs
-            params = [p for p in self.model.parameters() if p.requires_grad]
-            if cfg.max_grad_norm is not None:
-                grad_norms.append(float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)))
-            else:
-                grad_norms.append(float(torch.nn.utils.clip_grad_norm_(params, float("inf"))))
+            grad_norms.append(self.optimizer.clip_grad_norm(cfg.max_grad_norm))
             self._set_lr()
             self.optimizer.step()
             self.optimizer_steps += 1
@@ -563,7 +591,7 @@ class SegmentGRPOTrainer:
         """Save model weights, optimizer state, counters and every RNG state; prune old checkpoints."""
         target = Path(path) if path is not None else self.output_dir / f"{CHECKPOINT_PREFIX}{self.iteration}"
         target.mkdir(parents=True, exist_ok=True)
-        torch.save(self.model.state_dict(), target / "model.pt")
+        save_hf_model(self.model, self.policy.tokenizer, target)
         torch.save(self.optimizer.state_dict(), target / "optimizer.pt")
         rng = {
             "python": random.getstate(),
@@ -599,7 +627,10 @@ class SegmentGRPOTrainer:
         """Restore a checkpoint written by :meth:`save_checkpoint`."""
         source = Path(path)
         state = json.loads((source / "trainer_state.json").read_text(encoding="utf-8"))
-        self.model.load_state_dict(torch.load(source / "model.pt", map_location=self.device, weights_only=True))
+        if (source / "model.pt").is_file():  # checkpoints of earlier versions: a raw state dict
+            self.model.load_state_dict(torch.load(source / "model.pt", map_location=self.device, weights_only=True))
+        else:
+            load_hf_weights(self.model, source)
         self.optimizer.load_state_dict(torch.load(source / "optimizer.pt", map_location=self.device, weights_only=True))
         rng = torch.load(source / "rng.pt", weights_only=False)
         random.setstate(rng["python"])
@@ -616,6 +647,48 @@ class SegmentGRPOTrainer:
         self.iteration = int(state["iteration"])
         self.optimizer_steps = int(state["optimizer_steps"])
         self._task_order = list(state.get("task_order", []))
+
+
+def save_hf_model(model: Any, tokenizer: Any, target: Path) -> None:
+    """Save ``model`` and ``tokenizer`` in Hugging Face format so that ``HFPolicy(target)`` (``akg eval --agent hf
+    --model-path target``) loads them.
+
+    A peft (LoRA) model is saved merged (a copy with the adapter folded into the weights) in ``target``, and
+    its adapter alone in ``target/adapter`` (what resuming loads).
+    """
+    if hasattr(model, "merge_and_unload"):
+        model.save_pretrained(target / ADAPTER_DIR)
+        merged = copy.deepcopy(model).merge_and_unload()
+        merged.save_pretrained(target)
+        del merged
+    else:
+        model.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+
+
+def load_hf_weights(model: Any, source: Path) -> None:
+    """Load weights saved by :func:`save_hf_model` into ``model`` in place (same architecture)."""
+    from safetensors.torch import load_file
+
+    if hasattr(model, "merge_and_unload"):
+        from peft import set_peft_model_state_dict
+
+        adapter = source / ADAPTER_DIR / "adapter_model.safetensors"
+        set_peft_model_state_dict(model, load_file(str(adapter), device=str(model.device)))
+        return
+    files = sorted(source.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"{source}: no *.safetensors weights")
+    state: dict[str, torch.Tensor] = {}
+    for file in files:
+        state.update(load_file(str(file), device=str(next(model.parameters()).device)))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    tied = getattr(model.config, "tie_word_embeddings", False)
+    missing = [k for k in missing if not (tied and k.endswith("lm_head.weight"))]
+    if missing or unexpected:
+        raise ValueError(f"{source}: weights do not match the model (missing {missing}, unexpected {unexpected})")
+    if tied:
+        model.tie_weights()
 
 
 def _checkpoint_number(path: Path) -> int:

@@ -156,7 +156,8 @@ def test_checkpoint_resume_restores_everything(tiny_policy, char_tokenizer, tmp_
     assert resumed.iteration == 3 and resumed.optimizer_steps == 1
     for a, b in zip(tiny_policy.model.state_dict().values(), fresh.model.state_dict().values()):
         assert torch.equal(a, b)
-    state_a, state_b = trainer.optimizer.state_dict()["state"], resumed.optimizer.state_dict()["state"]
+    state_a = trainer.optimizer.state_dict()["optimizer"]["state"]
+    state_b = resumed.optimizer.state_dict()["optimizer"]["state"]
     assert state_a.keys() == state_b.keys()
     assert all(torch.equal(state_a[k]["exp_avg"], state_b[k]["exp_avg"]) for k in state_a)
     assert [torch.rand(1).item(), resumed.rng.random()] == expected_next
