@@ -25,6 +25,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show_parser.add_argument("task", metavar="ID_OR_PATH", help="task id (core/L1/relu) or a KernelBench-format file")
     show_parser.add_argument("--profile", default=None, help="show module constants of this profile (default: full)")
     show_parser.add_argument("--solution", action="store_true", help="also print the bundled reference solution")
+    show_parser.add_argument(
+        "--measure",
+        action="store_true",
+        help="also count the elements of inputs and parameters exactly (runs the file on torch's meta device)",
+    )
+    show_parser.add_argument(
+        "--cases",
+        action="store_true",
+        help="also list the shape cases of the profile (capped to the task's element budget)",
+    )
     show_parser.add_argument("--json", action="store_true", help="print JSON")
     show_parser.set_defaults(func=_cmd_show, command="tasks show")
 
@@ -48,6 +58,10 @@ def task_summary(task: Task) -> dict[str, Any]:
         "rtol": task.rtol,
         "has_solution": task.solution_path is not None,
         "path": task.path,
+        "profile_notes": dict(task.profile_notes),
+        "size_budget": task.size_budget,
+        "declared_cases": [dict(c) for c in task.cases],
+        "data_files": [name for name, _ in task.files],
     }
 
 
@@ -106,11 +120,38 @@ def _cmd_show(args: argparse.Namespace) -> int:
     data["reference_source"] = task.prompt_source(profile)
     if args.solution:
         data["solution_source"] = task.solution_source()
+    if getattr(args, "measure", False):
+        from ascend_kernel_gym.tasks.measure import measure_in_subprocess
+
+        measured = measure_in_subprocess(task, sorted(task.profiles))
+        data["measured"] = {
+            p: {"inputs": m.inputs, "parameters": m.parameters, "error": m.error} for p, m in measured.items()
+        }
+    if getattr(args, "cases", False):
+        cases = task.shape_cases(profile, budget_elems=task.size_budget)
+        data["shape_cases"] = [
+            {"name": c.name, "overrides": c.overrides, "group": c.group, "note": c.note, "elements": c.elements}
+            for c in cases
+        ]
     if args.json:
-        print(json.dumps(data, indent=2))
+        print(json.dumps(data, indent=2, default=repr))
         return 0
     for key in ("id", "level", "category", "dtype", "split", "atol", "rtol", "profiles", "description", "path"):
         print(f"{key:12} {data[key]}")
+    for name, note in task.profile_notes.items():
+        print(f"{name + ' size':12} {note}")
+    if task.files:
+        print(f"{'data files':12} {', '.join(data['data_files'])} (carried inside the task)")
+    for name, m in data.get("measured", {}).items():
+        counted = (
+            m["error"]
+            or f"{m['inputs'] + m['parameters']:,} elements (inputs {m['inputs']:,}, parameters {m['parameters']:,})"
+        )
+        print(f"{name + ' exact':12} {counted}")
+    for case in data.get("shape_cases", []):
+        size = f"{case['elements']:,} elements" if case["elements"] is not None else "size unknown"
+        group = f" group {case['group']}" if case["group"] is not None else ""
+        print(f"{'case':12} {case['name']}{group}: {size}; {case['note'] or case['overrides']}")
     print(f"\n# reference (profile {profile})\n{data['reference_source']}")
     if args.solution:
         print("# reference solution\n" + (data["solution_source"] or "(none bundled)"))

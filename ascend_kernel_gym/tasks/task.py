@@ -24,15 +24,29 @@ line): :func:`read_python_source`.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import io
-import math
-import operator
 import re
 import tokenize
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ascend_kernel_gym.tasks.cases import ShapeCase, shape_cases
+from ascend_kernel_gym.tasks.constants import complete_profile, module_constants, single_target
+from ascend_kernel_gym.tasks.groups import groups_note, read_files, referenced_files
+from ascend_kernel_gym.tasks.profiles import AUTO_SMALL_TAG as AUTO_SMALL_TAG
+from ascend_kernel_gym.tasks.profiles import (
+    DEFAULT_SMALL_BUDGET,
+    check_profile_size,
+    derive_small_profile,
+    small_budget,
+)
+from ascend_kernel_gym.tasks.profiles import auto_small_profile as auto_small_profile
+from ascend_kernel_gym.tasks.profiles import shrink_size as shrink_size
+from ascend_kernel_gym.tasks.rewrite import apply_profile
 
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     # dtype: (atol, rtol); KernelBench uses 1e-4 for fp32 and 1e-2 for half types.
@@ -42,7 +56,7 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
 }
 LEVEL_DIR_RE = re.compile(r"^(?:level|l)[_-]?(\d+)$", re.IGNORECASE)
 KNOWN_TASK_KEYS = frozenset(
-    {"id", "name", "level", "category", "description", "dtype", "atol", "rtol", "profiles", "split", "tags"}
+    {"id", "name", "level", "category", "description", "dtype", "atol", "rtol", "profiles", "split", "tags", "cases"}
 )
 CATEGORY_KEYWORDS: list[tuple[str, tuple[str, ...]]] = [
     ("attention", ("attention", "attn", "sdpa")),
@@ -124,6 +138,12 @@ class Task:
         split: ``train`` or ``test`` inside its suite, if any.
         solution_path: a reference Triton solution (defines ``ModelNew``), if bundled.
         tags: free-form labels.
+        files: ``(name, text)`` of the data files the task file reads beside itself (the JSON-lines
+            cases of a ``get_input_groups()`` file), carried inside the task.
+        cases: shape cases the file declares (``TASK["cases"]``): each a dict with ``name`` and
+            the module constants it sets.
+        profile_notes: profile name -> how its sizes were obtained and whether they fit the budget.
+        size_budget: the element budget (inputs and parameters) of the ``small`` profile.
     """
 
     id: str
@@ -141,6 +161,10 @@ class Task:
     split: str | None = None
     solution_path: str | None = None
     tags: tuple[str, ...] = ()
+    files: tuple[tuple[str, str], ...] = ()
+    cases: tuple[dict[str, Any], ...] = ()
+    profile_notes: dict[str, str] = field(default_factory=dict)
+    size_budget: int = DEFAULT_SMALL_BUDGET
 
     def __hash__(self) -> int:
         return hash((self.id, self.source_hash))
@@ -166,318 +190,29 @@ class Task:
         return read_python_source(self.solution_path)
 
     def prompt_source(self, profile: str = "full") -> str:
-        """The reference as the agent should see it: no ``TASK`` block, constants set to ``profile``.
-
-        A constant the profile changes has its value replaced (``N = 2048 * 2`` becomes ``N = 64``,
-        comments on the line are kept); a constant computed from others (``half = N // 2``) keeps
-        its expression when that gives the profile's value.
+        """The reference as the agent should see it: no ``TASK`` block, sizes set to ``profile``
+        (:func:`~ascend_kernel_gym.tasks.rewrite.apply_profile`): a constant the profile changes has
+        its value replaced (``N = 2048 * 2`` becomes ``N = 64``, comments on the line are kept); a
+        constant computed from others (``half = N // 2``) keeps its expression when that gives the
+        profile's value; a literal size inside a function is replaced in place.
         """
         self.check_profile(profile)
-        overrides = self.profiles[profile]
-        tree = ast.parse(self.source)
-        lines = _LINE_ENDS.split(self.source)  # the lines ast numbers (str.splitlines splits on more)
-        starts = [0]
-        for line in lines:
-            starts.append(starts[-1] + len(line))
+        return apply_profile(self.source, self.profiles[profile])
 
-        def offset(lineno: int, col: int) -> int:  # ast columns count UTF-8 bytes
-            line = lines[lineno - 1]
-            return starts[lineno - 1] + len(line.encode("utf-8")[:col].decode("utf-8", errors="ignore"))
+    def profile_note(self, profile: str) -> str:
+        """How the profile's sizes were obtained and whether they fit the budget (empty if unknown)."""
+        return self.profile_notes.get(profile, "")
 
-        edits: list[tuple[int, int, str]] = []  # (start, end, replacement) offsets into the source
-        env: dict[str, Any] = {}
-        for node in tree.body:
-            target = _single_target(node)
-            if target == "TASK":
-                edits.append(_removal_span(self.source, offset(node.lineno, node.col_offset), starts, node))
-                continue
-            value_node = getattr(node, "value", None) if target is not None else None
-            if target is None or value_node is None:
-                for name in _rebound_names(node):
-                    env.pop(name, None)
-                continue
-            try:
-                value: Any = _eval_constant(value_node, env)[0]
-            except (_NotConstantError, RecursionError):
-                value = _NOT_EVALUATED
-            if target in overrides:
-                wanted = overrides[target]
-                if not _same_value(value, wanted):
-                    first = offset(value_node.lineno, value_node.col_offset)
-                    last = offset(value_node.end_lineno or value_node.lineno, value_node.end_col_offset or 0)
-                    edits.append((first, last, repr(wanted)))
-                env[target] = wanted
-            elif value is _NOT_EVALUATED:
-                env.pop(target, None)
-            else:
-                env[target] = value
-        out = self.source
-        for first, last, text in sorted(edits, reverse=True):
-            out = out[:first] + text + out[last:]
-        return re.sub(r"\n{4,}", "\n\n\n", out).strip() + "\n"
+    @functools.cached_property
+    def uses_input_groups(self) -> bool:
+        """The file defines ``get_input_groups()`` (one input list per case) and no ``get_inputs()``."""
+        names = {n.name for n in ast.parse(self.source).body if isinstance(n, ast.FunctionDef)}
+        return "get_input_groups" in names and "get_inputs" not in names
 
-
-_NOT_EVALUATED = object()
-_LINE_ENDS = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and a == b
-
-
-def _removal_span(source: str, first: int, starts: list[int], node: ast.stmt) -> tuple[int, int, str]:
-    """The edit that deletes statement ``node`` (from ``first``): its whole lines when it is alone
-    on them, else the statement and a following ``;``."""
-    end_line = node.end_lineno or node.lineno
-    line_start, line_end = starts[node.lineno - 1], starts[end_line]
-    end_text = source[starts[end_line - 1] : line_end]
-    end_col = len(end_text.encode("utf-8")[: node.end_col_offset or 0].decode("utf-8", errors="ignore"))
-    last = starts[end_line - 1] + end_col
-    before, after = source[line_start:first], source[last:line_end]
-    if not before.strip() and (not after.strip() or after.strip().startswith("#")):
-        return (line_start, line_end, "")
-    match = re.match(r"[ \t]*;[ \t]*", after)
-    return (first, last + (match.end() if match else 0), "")
-
-
-def _single_target(node: ast.stmt) -> str | None:
-    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-        return node.targets[0].id
-    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-        return node.target.id
-    return None
-
-
-class _NotConstantError(Exception):
-    """The expression is not a constant the loader can evaluate."""
-
-
-#: Limits of the constant evaluator (a task file must not make loading slow or huge).
-_MAX_INT_BITS = 4096
-_MAX_SEQUENCE = 64
-
-_BINARY_OPS: dict[type[ast.operator], Any] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-}
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not (isinstance(value, float) and not math.isfinite(value))
-
-
-def _checked(value: Any) -> Any:
-    if isinstance(value, int) and value.bit_length() > _MAX_INT_BITS:
-        raise _NotConstantError("integer too large")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise _NotConstantError("not finite")
-    if isinstance(value, (tuple, list)) and len(value) > _MAX_SEQUENCE:
-        raise _NotConstantError("sequence too long")
-    return value
-
-
-def _eval_constant(node: ast.expr, env: dict[str, Any]) -> tuple[Any, bool]:
-    """Evaluate a module-level constant expression without executing the file.
-
-    Literals (numbers, strings, ``None``), ``+ - * / // % **`` and unary ``-``/``+`` over numbers,
-    tuples and lists of those (``*name`` unpacking, ``+`` concatenation) and references to the
-    constants in ``env``. Returns ``(value, uses_names)``; raises :class:`_NotConstantError` otherwise.
-    """
-    uses_names = False
-
-    def ev(n: ast.expr) -> Any:
-        nonlocal uses_names
-        if isinstance(n, ast.Constant):
-            if isinstance(n.value, (int, float, str, bytes, bool)) or n.value is None:
-                return _checked(n.value)
-            raise _NotConstantError(type(n.value).__name__)
-        if isinstance(n, ast.Name):
-            if n.id not in env:
-                raise _NotConstantError(n.id)
-            uses_names = True
-            return env[n.id]
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd)):
-            operand = ev(n.operand)
-            if not _is_number(operand):
-                raise _NotConstantError("unary operand")
-            return _checked(-operand if isinstance(n.op, ast.USub) else +operand)
-        if isinstance(n, ast.BinOp) and type(n.op) in _BINARY_OPS:
-            left, right = ev(n.left), ev(n.right)
-            if isinstance(n.op, ast.Add) and type(left) is type(right) and isinstance(left, (tuple, list)):
-                return _checked(left + right)
-            if not (_is_number(left) and _is_number(right)):
-                raise _NotConstantError("operands")
-            if isinstance(n.op, ast.Pow) and isinstance(left, int) and isinstance(right, int) and right > 0:
-                if max(abs(left).bit_length() - 1, 0) * right > _MAX_INT_BITS:
-                    raise _NotConstantError("power too large")
-            try:
-                return _checked(_BINARY_OPS[type(n.op)](left, right))
-            except (ArithmeticError, ValueError) as exc:  # 1 / 0, overflow, negative ** fraction
-                raise _NotConstantError(str(exc)) from None
-        if isinstance(n, (ast.Tuple, ast.List)):
-            items: list[Any] = []
-            for element in n.elts:
-                if isinstance(element, ast.Starred):
-                    inner = ev(element.value)
-                    if not isinstance(inner, (tuple, list)):
-                        raise _NotConstantError("starred")
-                    items.extend(inner)
-                else:
-                    items.append(ev(element))
-            return _checked(tuple(items) if isinstance(n, ast.Tuple) else items)
-        raise _NotConstantError(type(n).__name__)
-
-    return ev(node), uses_names
-
-
-def _is_main_guard(node: ast.stmt) -> bool:
-    """``if __name__ == "__main__":`` (its body does not run when the task file is loaded)."""
-    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare) or len(node.test.ops) != 1:
-        return False
-    sides = [node.test.left, *node.test.comparators]
-    names = [s.id for s in sides if isinstance(s, ast.Name)]
-    values = [s.value for s in sides if isinstance(s, ast.Constant)]
-    return isinstance(node.test.ops[0], ast.Eq) and names == ["__name__"] and values == ["__main__"]
-
-
-def _rebound_names(node: ast.stmt) -> set[str]:
-    """Module-level names a statement (other than ``NAME = value``) binds or deletes."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {node.name}
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-    if _is_main_guard(node):
-        return set()
-    names: set[str] = set()
-    stack: list[ast.AST] = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, ast.Name) and isinstance(current.ctx, (ast.Store, ast.Del)):
-            names.add(current.id)
-        elif isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(current.name)
-            continue  # its body has its own scope
-        elif isinstance(current, ast.Lambda):
-            continue
-        stack.extend(ast.iter_child_nodes(current))
-    return names
-
-
-def _constant_steps(tree: ast.Module) -> list[tuple[str, ast.expr | None]]:
-    """The module's top-level bindings in order: ``(name, expression)`` for ``NAME = expression``,
-    ``(name, None)`` for anything else that rebinds ``name`` (it is no longer a known constant)."""
-    steps: list[tuple[str, ast.expr | None]] = []
-    for node in tree.body:
-        name = _single_target(node)
-        if name is not None:
-            value = node.value  # type: ignore[union-attr]
-            if value is not None and name != "TASK":
-                steps.append((name, value))
-            continue
-        steps.extend((rebound, None) for rebound in sorted(_rebound_names(node)))
-    return steps
-
-
-def _evaluate_steps(
-    steps: list[tuple[str, ast.expr | None]], shrink: bool = False, overrides: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """Run the constant assignments in order. With ``shrink``, every constant written without
-    names (``16384``, ``2048 * 2``, ``(32768,)``) is made small (:func:`shrink_size`); constants
-    named in ``overrides`` take that value. Constants computed from other constants
-    (``half = dim // 2``) are recomputed from the values so set."""
-    env: dict[str, Any] = {}
-    for name, expr in steps:
-        if expr is None:
-            env.pop(name, None)
-            continue
-        if overrides is not None and name in overrides:
-            env[name] = overrides[name]
-            continue
-        try:
-            value, uses_names = _eval_constant(expr, env)
-        except _NotConstantError:
-            try:  # other literals (dicts, sets, complex numbers): kept, never shrunk
-                value, uses_names = ast.literal_eval(expr), True
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                env.pop(name, None)
-                continue
-        except RecursionError:
-            env.pop(name, None)
-            continue
-        env[name] = shrink_size(value) if shrink and not uses_names else value
-    return env
-
-
-def _module_constants(tree: ast.Module) -> dict[str, Any]:
-    """Module-level ``NAME = <constant expression>`` assignments (KernelBench's size constants),
-    with their values as the file computes them."""
-    return _evaluate_steps(_constant_steps(tree))
-
-
-#: tag of tasks whose ``small`` profile was derived by the loader (the file had none)
-AUTO_SMALL_TAG = "auto-small-profile"
-AUTO_SMALL_FROM = 128
-AUTO_SMALL_MIN = 64
-
-
-def shrink_size(value: Any) -> Any:
-    """The small version of one size constant: an int of at least ``AUTO_SMALL_FROM`` is halved
-    while it stays even and at least ``AUTO_SMALL_MIN``; tuples and lists element by element;
-    anything else unchanged. Equal sizes stay equal (the result depends on the value only)."""
-    if isinstance(value, (tuple, list)):
-        return type(value)(shrink_size(item) for item in value)
-    if type(value) is not int or value < AUTO_SMALL_FROM:
-        return value
-    reduced = value
-    while reduced % 2 == 0 and reduced // 2 >= AUTO_SMALL_MIN:
-        reduced //= 2
-    return reduced
-
-
-def auto_small_profile(constants: dict[str, Any]) -> dict[str, Any]:
-    """Smaller sizes for a KernelBench file without a ``small`` profile (for the CPU interpreter).
-
-    Every integer constant of at least ``AUTO_SMALL_FROM`` is halved while it stays even and at
-    least ``AUTO_SMALL_MIN`` (16384 -> 64, 1000 -> 125, 768 -> 96), so a power-of-two factor is
-    removed from each size and sizes that divide one another (``embed_dim`` by ``num_heads``)
-    mostly still do. Tuples and lists of sizes (``input_shape = (32768,)``) are reduced element by
-    element; equal sizes stay equal, so shapes that must broadcast still do. Small constants
-    (kernel sizes, strides, head counts) are left alone. The evaluator checks the reference on
-    these sizes and falls back to ``full`` when it fails.
-    """
-    small: dict[str, Any] = {}
-    for name, value in constants.items():
-        reduced = shrink_size(value)
-        if reduced != value:
-            small[name] = reduced
-    return small
-
-
-def _changed(full: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
-    return {name: other[name] for name, value in full.items() if name in other and not _same_value(other[name], value)}
-
-
-def _derived_small_profile(tree: ast.Module) -> dict[str, Any]:
-    """:func:`auto_small_profile` for a file: constants written as numbers or arithmetic over
-    numbers are shrunk, constants computed from other constants (``hidden = 4 * dim``,
-    ``input_shape = (dim,)``) are recomputed from the shrunk values, so relations between sizes
-    hold in the small profile as in the file."""
-    steps = _constant_steps(tree)
-    return _changed(_evaluate_steps(steps), _evaluate_steps(steps, shrink=True))
-
-
-def _complete_profile(tree: ast.Module, overrides: dict[str, Any]) -> dict[str, Any]:
-    """A ``TASK`` profile plus the constants computed from the ones it sets (``half = dim // 2``
-    when it sets ``dim``): the profile's constants are set after the file has run, so a computed
-    constant would otherwise keep its full-size value."""
-    steps = _constant_steps(tree)
-    derived = _changed(_evaluate_steps(steps), _evaluate_steps(steps, overrides=overrides))
-    return {**overrides, **{name: value for name, value in derived.items() if name not in overrides}}
+    def shape_cases(self, profile: str, budget_elems: int | None = None, max_cases: int = 4) -> list[ShapeCase]:
+        """The shapes a kernel is checked on at ``profile``: the main one first, then declared or
+        derived ones, capped to ``budget_elems`` (see :func:`ascend_kernel_gym.tasks.cases.shape_cases`)."""
+        return shape_cases(self, profile, budget_elems=budget_elems, max_cases=max_cases)
 
 
 #: ``torch.<name>(...)`` calls that make one tensor, and tensor methods that return one.
@@ -592,6 +327,27 @@ def _infer_description(tree: ast.Module, name: str) -> str:
     return name.replace("_", " ").strip()
 
 
+def _declared_cases(
+    raw: Any, constants: dict[str, Any], fail: Callable[[str], TaskLoadError]
+) -> tuple[dict[str, Any], ...]:
+    """``TASK["cases"]``: a list of ``{"name": str, <constant>: value, ...}``."""
+    if not isinstance(raw, (list, tuple)):
+        raise fail('TASK["cases"] must be a list of {"name": ..., <constant>: value} dicts')
+    cases: list[dict[str, Any]] = []
+    names: set[str] = set()
+    for case in raw:
+        if not isinstance(case, dict) or not isinstance(case.get("name"), str) or not case["name"]:
+            raise fail(f'each TASK["cases"] entry must be a dict with a "name", got {case!r}')
+        if case["name"] in names or case["name"] == "main":
+            raise fail(f'TASK["cases"] names must be unique and not "main", got {case["name"]!r} twice or reserved')
+        names.add(case["name"])
+        missing = set(case) - {"name"} - set(constants)
+        if missing:
+            raise fail(f"case {case['name']!r} sets {sorted(missing)}, which are not module-level constants")
+        cases.append(dict(case))
+    return tuple(cases)
+
+
 def load_task_source(
     source: str,
     *,
@@ -599,8 +355,21 @@ def load_task_source(
     suite: str | None = None,
     task_id: str | None = None,
     solution_path: str | Path | None = None,
+    data_files: dict[str, str] | None = None,
+    small_budget_elems: int | None = None,
 ) -> Task:
-    """Build a :class:`Task` from a task file's text. Raises :class:`TaskLoadError` if malformed."""
+    """Build a :class:`Task` from a task file's text. Raises :class:`TaskLoadError` if malformed.
+
+    Args:
+        source: the task file's text.
+        path: where it was read from (names the task, finds the data files it reads beside itself).
+        suite: the suite it belongs to.
+        task_id: its id (default ``<suite>/L<level>/<name>`` or ``file/<name>``).
+        solution_path: a bundled reference solution.
+        data_files: ``{name: text}`` of the data files it reads (default: read from beside ``path``).
+        small_budget_elems: element budget of a derived ``small`` profile (default
+            :func:`~ascend_kernel_gym.tasks.profiles.small_budget`).
+    """
     where = str(path) if path is not None else "<task source>"
     p = Path(path) if path is not None else None
 
@@ -614,10 +383,12 @@ def load_task_source(
         raise fail(f"not valid Python (line {exc.lineno}: {exc.msg})") from None
 
     top_names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    grouped = "get_inputs" not in top_names and "get_input_groups" in top_names
     for required, kind in (("Model", "class"), ("get_inputs", "function"), ("get_init_inputs", "function")):
-        if required not in top_names:
+        if required not in top_names and not (required == "get_inputs" and grouped):
             raise fail(
-                f"missing top-level {kind} {required!r} (a KernelBench task defines Model, get_inputs, get_init_inputs)"
+                f"missing top-level {kind} {required!r} (a KernelBench task defines Model, get_inputs, "
+                "get_init_inputs; a MultiKernelBench one may define get_input_groups instead of get_inputs)"
             )
     functions: dict[str, ast.FunctionDef] = {}
     for node in tree.body:
@@ -637,7 +408,7 @@ def load_task_source(
 
     meta: dict[str, Any] = {}
     for node in tree.body:
-        if _single_target(node) == "TASK":
+        if single_target(node) == "TASK":
             try:
                 meta = ast.literal_eval(node.value)  # type: ignore[union-attr]
             except (ValueError, SyntaxError) as exc:
@@ -648,7 +419,7 @@ def load_task_source(
     if unknown:
         raise fail(f"TASK has unknown keys {sorted(unknown)}; known keys: {sorted(KNOWN_TASK_KEYS)}")
 
-    constants = _module_constants(tree)
+    constants = module_constants(tree)
     profiles_meta = meta.get("profiles", {})
     if not isinstance(profiles_meta, dict):
         raise fail("TASK['profiles'] must be a dict of profile name -> {constant: value}")
@@ -659,13 +430,30 @@ def load_task_source(
         missing = set(overrides) - set(constants)
         if missing:
             raise fail(f"profile {profile_name!r} overrides {sorted(missing)}, which are not module-level constants")
-        profiles[str(profile_name)] = _complete_profile(tree, dict(overrides))
+        profiles[str(profile_name)] = complete_profile(tree, dict(overrides))
+    cases = _declared_cases(meta.get("cases", ()), constants, fail)
+    files: tuple[tuple[str, str], ...] = tuple(sorted((data_files or {}).items()))
+    if p is not None and data_files is None:
+        try:
+            files, missing_files = read_files(p.parent, referenced_files(tree, p.stem))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise fail(f"cannot read a data file it names: {exc}") from None
+        if missing_files and grouped:
+            raise fail(f"get_input_groups() reads {', '.join(missing_files)}, which is not beside the task file")
+    budget = small_budget(small_budget_elems)
     tags = tuple(str(tag) for tag in meta.get("tags", ()))
-    if "small" not in profiles:
-        derived = _derived_small_profile(tree)
-        if derived:
-            profiles["small"] = derived
-            tags = (*tags, AUTO_SMALL_TAG)
+    notes: dict[str, str] = {}
+    if "small" in profiles:
+        notes["small"] = check_profile_size(tree, profiles["small"], budget)
+    elif grouped:
+        profiles["small"] = {}
+        tags = (*tags, AUTO_SMALL_TAG)
+        notes["small"] = groups_note(files, budget)
+    else:
+        derived = derive_small_profile(tree, budget)
+        profiles["small"] = derived.overrides
+        tags = (*tags, AUTO_SMALL_TAG)
+        notes["small"] = derived.note
 
     name = str(meta.get("name") or (p.stem if p is not None else "task"))
     level = meta.get("level", _infer_level(p))
@@ -701,6 +489,10 @@ def load_task_source(
         split=split,
         solution_path=str(Path(solution_path).resolve()) if solution_path is not None else None,
         tags=tags,
+        files=files,
+        cases=cases,
+        profile_notes=notes,
+        size_budget=budget,
     )
 
 

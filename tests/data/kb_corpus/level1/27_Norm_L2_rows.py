@@ -1,0 +1,24 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    """Rows divided by their L2 norm."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return x / torch.norm(x, p=2, dim=1, keepdim=True)
+
+
+batch_size = 16
+dim = 16384
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,28 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    """GroupNorm with 8 groups."""
+
+    def __init__(self, num_features: int, num_groups: int):
+        super().__init__()
+        self.gn = nn.GroupNorm(num_groups=num_groups, num_channels=num_features)
+
+    def forward(self, x):
+        return self.gn(x)
+
+
+batch_size = 16
+features = 64
+num_groups = 8
+dim1 = 256
+dim2 = 256
+
+
+def get_inputs():
+    return [torch.randn(batch_size, features, dim1, dim2)]
+
+
+def get_init_inputs():
+    return [features, num_groups]
