@@ -18,6 +18,7 @@ _EXPORTS = {
     "UnknownTaskError": "ascend_kernel_gym.tasks.task",
     "load_task_file": "ascend_kernel_gym.tasks.task",
     "load_task_source": "ascend_kernel_gym.tasks.task",
+    "ShapeCase": "ascend_kernel_gym.tasks.cases",
     "bundled_suites": "ascend_kernel_gym.tasks.suite",
     "get_task": "ascend_kernel_gym.tasks.suite",
     "load_suite": "ascend_kernel_gym.tasks.suite",

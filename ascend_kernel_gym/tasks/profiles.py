@@ -242,4 +242,5 @@ def check_profile_size(tree: ast.Module, overrides: dict[str, Any], budget: int 
     constants = evaluate_steps(deriver.steps, overrides=overrides)
     estimate = deriver.estimate(constants, deriver.literals_with(overrides, False, {}))
     state = "within" if estimate.total <= limit else "above"
-    return f"declared by the file: {estimate.total:,} elements, {state} the budget of {limit:,}"
+    partial = f" (not counted: {'; '.join(estimate.unknown[:2])})" if estimate.unknown else ""
+    return f"declared by the file: {estimate.total:,} elements, {state} the budget of {limit:,}{partial}"

@@ -429,6 +429,8 @@ class _Walker:
         return None
 
     def iterations(self, node: ast.expr, env: dict[str, Any], scope: str) -> int:
+        if isinstance(node, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in node.elts):
+            return len(node.elts)
         if isinstance(node, ast.Call) and _dotted(node.func) == "range":
             try:
                 args = [self.value(a, env) for a in node.args]
@@ -476,8 +478,8 @@ class _Walker:
                 return math.prod(shape)
             short = name.rsplit(".", 1)[-1]
             if name.startswith(("nn.", "torch.nn.")) and short in _LAYERS:
-                args = [self.value(a, env) for a in call.args if not isinstance(a, ast.Starred)]
-                kwargs = {k.arg: self.value(k.value, env) for k in call.keywords if k.arg}
+                args, kwargs = self.arguments(call, env)
+                kwargs = {k: v for k, v in kwargs.items() if v is not _UNKNOWN}  # dtype=..., device=...
                 return _LAYERS[short](args, kwargs)
             if name in self.model.classes:
                 args, kwargs = self.arguments(call, env)
