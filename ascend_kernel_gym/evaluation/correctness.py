@@ -37,6 +37,13 @@ from ascend_kernel_gym.evaluation.outputs import (
     output_leaves,
     plain_output,
 )
+from ascend_kernel_gym.evaluation.param_vary import (
+    draw_values,
+    floating_slots,
+    snapshot,
+    write_candidate,
+    write_reference,
+)
 from ascend_kernel_gym.evaluation.recorder import Recorder, is_allowed
 from ascend_kernel_gym.evaluation.result import ErrorType, Stage
 from ascend_kernel_gym.evaluation.sandbox_rules import FILL_TORCH_OPS
@@ -251,8 +258,17 @@ def run_correctness(
             ErrorType.HARNESS_ERROR,
             f"the reference child evaluated profile {plan.get('profile')!r}, this child {result.profile!r}",
         )
+    result.warnings.extend(str(note)[:500] for note in list(plan.get("notes") or [])[:16])
+    params = ParameterTrials(reference, candidate)
     first_call = True
     for index, trial in enumerate(plan["trials"]):
+        missing = params.set_for(trial.get("params"))
+        if missing:
+            result.warnings.append(
+                f"trial {index + 1} varied the model's parameters and buffers, but ModelNew has no parameter or "
+                f"buffer named {', '.join(repr(m) for m in missing[:5])} of the reference's shape: the evaluator "
+                "hands the reference's values to ModelNew by name, so keep the reference's names and shapes"
+            )
         base = make_inputs(task_module, int(trial["seed"]), str(trial["distribution"]), device)
         first_started = time.perf_counter()
         call = call_candidate(state, candidate, clone_inputs(base), first_call, base)
@@ -274,7 +290,35 @@ def run_correctness(
         if answer != CONTINUE:
             raise StageError(ErrorType.HARNESS_ERROR, "the judge did not answer a correctness trial")
         result.trials_passed = index + 1
+    params.set_for(None)  # the later stages see the model as constructed
     result.correct = True
+
+
+class ParameterTrials:
+    """Puts the varied parameters of a trial into the reference and the candidate, in place, and
+    the constructed ones back (:mod:`.param_vary`); no method of the candidate runs."""
+
+    def __init__(self, reference: Any, candidate: Any) -> None:
+        self.reference = reference
+        self.candidate = candidate
+        self.slots = floating_slots(reference)
+        self.base = snapshot(self.slots)
+        self.current: int | None = None
+        self._reported: set[str] = set()
+
+    def set_for(self, seed: Any) -> list[str]:
+        """Set the values for a trial's parameter seed (None: as constructed); the reference's
+        names the candidate has no matching tensor for, the first time they are found missing."""
+        wanted = None if seed is None else int(seed)
+        if wanted == self.current:
+            return []
+        values = self.base if wanted is None else draw_values(self.slots, wanted)
+        write_reference(self.slots, values)
+        missing = write_candidate(self.candidate, values)
+        self.current = wanted
+        new = [name for name in missing if name not in self._reported] if wanted is not None else []
+        self._reported.update(new)
+        return new
 
 
 def _ship_trial(state: ChildState, index: int | str, call: CandidateCall, again: Any) -> bytes:

@@ -1,10 +1,22 @@
-"""The hidden inputs of the correctness trials, and private copies of inputs.
+"""The hidden inputs of the correctness trials, the trial schedule, and private copies of inputs.
 
-Each trial calls the task's ``get_inputs()`` under a hidden seed and then, except in trial 0,
-replaces every floating-point input with a draw from another distribution (standard normal with
-a random scale, a shifted normal, a symmetric uniform, or an affine transform of the task's own
-draw). Integer and boolean inputs are never changed. When a perturbed draw makes the
-*reference* output non-finite, that trial is redone with the task's own distribution.
+Each trial calls the task's ``get_inputs()`` under a hidden seed and then, except for the task's
+own distribution, replaces every floating-point input with a draw from another distribution:
+
+* shapes of values: standard normal with a random scale (``normal``), a shifted normal
+  (``shifted``), a symmetric uniform (``uniform``), an affine transform of the task's own draw
+  (``affine``);
+* value ranges (:data:`VALUE_RANGES`): ``large`` magnitudes (tens to hundreds: an ``exp`` without
+  max-subtraction overflows), ``small`` magnitudes (1e-4 to 1e-3: an epsilon that differs from the
+  reference's shows), ``zeros`` (about half the elements exactly zero, a whole leading slice too)
+  and ``negative`` (nine in ten elements negative).
+
+Integer and boolean inputs are never changed. When a drawn distribution makes the *reference*
+fail or return non-finite values, that trial is redone without it (:mod:`.reference_run`).
+
+:func:`trial_schedule` lays out an evaluation's trials: the task's own inputs first, then the value
+ranges and other distributions, some with the model's parameters varied (:mod:`.param_vary`), and
+the task's extra shape cases last.
 
 Imports torch: use only in evaluator children and tests.
 """
@@ -14,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -23,15 +36,67 @@ from torch.overrides import TorchFunctionMode
 #: attribute on a tensor it returns or receives (``out.detach = ...``), never on the class.
 _TENSOR = torch.Tensor
 
-DISTRIBUTIONS = ("task", "normal", "shifted", "uniform", "affine")
+SHAPES_OF_VALUES = ("normal", "shifted", "uniform", "affine")
+VALUE_RANGES = ("large", "small", "zeros", "negative")
+DISTRIBUTIONS = ("task", *SHAPES_OF_VALUES, *VALUE_RANGES)
+#: what each distribution is called in feedback
+DISTRIBUTION_TEXT = {
+    "task": "the task's own inputs",
+    "normal": "normal inputs",
+    "shifted": "shifted normal inputs",
+    "uniform": "uniform inputs",
+    "affine": "rescaled inputs",
+    "large": "large-magnitude inputs (|x| up to hundreds)",
+    "small": "small-magnitude inputs (|x| around 1e-4 to 1e-3)",
+    "zeros": "inputs with many exact zeros",
+    "negative": "mostly negative inputs",
+}
 
 
-def trial_distribution(trial: int, rng: random.Random) -> str:
-    """Trial 0 uses the task's own distribution; later trials cycle through the others."""
-    if trial == 0:
-        return "task"
-    others = list(DISTRIBUTIONS[1:])
-    return others[(trial - 1 + rng.randrange(len(others))) % len(others)]
+@dataclass(frozen=True)
+class TrialSpec:
+    """What one trial runs on (before its seeds are drawn)."""
+
+    distribution: str
+    #: the model's floating parameters and buffers get fresh values (:mod:`.param_vary`)
+    vary_params: bool = False
+    #: the shape case (``main``: the profile's own sizes)
+    case: str = "main"
+
+
+def trial_schedule(num_trials: int, rng: random.Random, extra_cases: list[str] | None = None) -> list[TrialSpec]:
+    """The trials of one evaluation.
+
+    Trial 0 is the task's own inputs at the main shape. With three trials or more, the last
+    ``max(1, (n - 1) // 3)`` trials go through the extra shape cases (task's own distribution),
+    and the trials between always include ``large`` and ``small`` magnitudes, then the other
+    distributions in a random rotation; every other one of them (from the first) varies the
+    model's parameters. With two trials, the second varies the parameters with large magnitudes.
+    """
+    specs = [TrialSpec("task")]
+    if num_trials <= 1:
+        return specs
+    cases = list(extra_cases or [])
+    n_cases = min(len(cases), max(1, (num_trials - 1) // 3)) if num_trials >= 3 else 0
+    pool = ["zeros", "negative", *SHAPES_OF_VALUES]
+    offset = rng.randrange(len(pool))
+    middle = ["large", "small", *(pool[offset:] + pool[:offset])]
+    for j in range(num_trials - 1 - n_cases):
+        specs.append(TrialSpec(middle[j % len(middle)], vary_params=j % 2 == 0))
+    start = rng.randrange(len(cases)) if cases else 0
+    for k in range(n_cases):
+        specs.append(TrialSpec("task", case=cases[(start + k) % len(cases)]))
+    return specs
+
+
+def describe_trial(distribution: str, varied: bool, case: str) -> str:
+    """How feedback names a trial: ``large-magnitude inputs (...), parameters varied``."""
+    parts = [DISTRIBUTION_TEXT.get(distribution, distribution)]
+    if varied:
+        parts.append("the model's parameters and buffers set to fresh values")
+    if case != "main":
+        parts.append(f"shape case {case!r}")
+    return ", ".join(parts)
 
 
 def _generator(device: torch.device, seed: int) -> torch.Generator:
@@ -63,6 +128,17 @@ def perturb(value: Any, distribution: str, gen: torch.Generator) -> Any:
     elif distribution == "affine":
         scale = _uniform(gen, 0.5, 2.0) * (1.0 if _uniform(gen, 0.0, 1.0) < 0.7 else -1.0)
         out = value.to(torch.float32) * scale + _uniform(gen, -0.5, 0.5)
+    elif distribution == "large":
+        out = randn() * _uniform(gen, 40.0, 120.0)
+    elif distribution == "small":
+        out = randn() * _uniform(gen, 1e-4, 1e-3)
+    elif distribution == "zeros":
+        out = randn() * (torch.rand(shape, generator=gen, device=device) < 0.5)
+        if out.dim() >= 1 and out.shape[0] > 1:
+            out[0] = 0.0  # a whole slice of zeros (a row whose norm or variance is zero)
+    elif distribution == "negative":
+        out = -randn().abs() * _uniform(gen, 0.5, 2.0)
+        out = torch.where(torch.rand(shape, generator=gen, device=device) < 0.1, -out, out)
     else:
         raise ValueError(f"unknown distribution {distribution!r}")
     out = out.to(dtype)

@@ -23,8 +23,9 @@ from ascend_kernel_gym.evaluation.compare import has_low_precision, outputs_clos
 from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.inputs import clone_inputs, device_redirect, make_inputs
 from ascend_kernel_gym.evaluation.job import Job
-from ascend_kernel_gym.evaluation.outputs import MAX_OUTPUT_DEPTH, detach_copy
+from ascend_kernel_gym.evaluation.outputs import MAX_OUTPUT_DEPTH, detach_copy, output_leaves
 from ascend_kernel_gym.evaluation.result import ErrorType
+from ascend_kernel_gym.evaluation.tensors import module_tensors, storage_ptr, storage_ptrs
 from ascend_kernel_gym.tasks.runtime import instantiate
 from ascend_kernel_gym.tasks.task import AUTO_SMALL_TAG
 
@@ -127,12 +128,19 @@ def check_reference(
         )
 
 
-def run_once(model: Any, inputs: list[Any], device: torch.device) -> Any:
-    """``model(*inputs)`` without gradients, finished on the device; a private copy of the output."""
+def run_once(model: Any, inputs: list[Any], device: torch.device, aliased: list[bool] | None = None) -> Any:
+    """``model(*inputs)`` without gradients, finished on the device; a private copy of the output.
+
+    ``aliased``: filled, per output leaf (depth-first), with whether it shares storage with an
+    input or a tensor of the model (an in-place reference such as ``torch.relu_`` returns its input).
+    """
     with torch.no_grad(), device_redirect(device):
         out = model(*inputs)
     if device.type in ("cuda", "npu"):
         getattr(torch, device.type).synchronize()
+    if aliased is not None:
+        ptrs = storage_ptrs(inputs) | storage_ptrs(module_tensors(model))
+        aliased.extend(isinstance(leaf, torch.Tensor) and storage_ptr(leaf) in ptrs for _, leaf in output_leaves(out))
     return detach_copy(out)
 
 

@@ -25,8 +25,10 @@ import torch
 
 from ascend_kernel_gym.evaluation.compare import all_finite, inputs_equal
 from ascend_kernel_gym.evaluation.errors import REFERENCE_BROKE_DEVICE, StageError, classify_exception
-from ascend_kernel_gym.evaluation.inputs import clone_inputs, make_inputs, trial_distribution
+from ascend_kernel_gym.evaluation.inputs import clone_inputs, describe_trial, make_inputs, trial_schedule
 from ascend_kernel_gym.evaluation.job import Job
+from ascend_kernel_gym.evaluation.outputs import output_leaves
+from ascend_kernel_gym.evaluation.param_vary import draw_values, floating_slots, snapshot, write_reference
 from ascend_kernel_gym.evaluation.process import Prepared, limit_memory
 from ascend_kernel_gym.evaluation.reference_model import (
     LoadedReference,
@@ -85,34 +87,75 @@ def build_plan(job: Job, device: torch.device, tensors: list[torch.Tensor]) -> d
     """The plan header (its tensors appended to ``tensors``); raises :class:`StageError`.
 
     The random source is drawn in the order the candidate's child draws it (the models' seed
-    first), so both build the same reference model and parameters.
+    first), so both build the same reference model and parameters. A trial whose distribution
+    or varied parameters make the reference fail or return non-finite values runs again without
+    them (the parameters first, then the distribution), and the plan's ``notes`` say so.
     """
     rng = random.Random(job.seed if job.seed is not None else int.from_bytes(os.urandom(8), "little"))
     loaded = load_reference(job, init_seed_of(rng), device)
     slack_of = ReferenceSlack(loaded.reference, device)
+    slots = floating_slots(loaded.reference)
+    base_values = snapshot(slots)
+    schedule = trial_schedule(job.num_trials, rng)
     trials: list[dict[str, Any]] = []
-    fallback_next = False
-    attempts = 0
-    while len(trials) < job.num_trials:
-        attempts += 1
-        if attempts > job.num_trials * 3:
-            raise StageError(
-                ErrorType.HARNESS_ERROR,
-                "the task's reference fails (raises, or returns non-finite values) on the task's own inputs",
+    notes: list[str] = []
+    magnitude0 = 0.0
+    for index, spec in enumerate(schedule):
+        wanted = describe_trial(spec.distribution, spec.vary_params and bool(slots), spec.case)
+        entry = None
+        for distribution, vary in _fallbacks(spec.distribution, spec.vary_params and bool(slots), job):
+            seed = rng.getrandbits(62)
+            params = rng.getrandbits(62) if vary else None
+            if params is not None:
+                write_reference(slots, draw_values(slots, params))
+            try:
+                entry = _reference_trial(loaded, device, seed, distribution, slack_of, tensors, varied=vary)
+            finally:
+                if params is not None:
+                    write_reference(slots, base_values)
+            if entry is not None:
+                entry["params"] = params
+                break
+        if entry is None:  # unreachable: the task's own inputs either pass or raise
+            raise StageError(ErrorType.HARNESS_ERROR, "the task's reference fails on the task's own inputs")
+        entry["case"] = spec.case
+        entry["label"] = describe_trial(entry["distribution"], entry["params"] is not None, spec.case)
+        if entry["label"] != wanted:
+            notes.append(
+                f"trial {index + 1}: {wanted} made the task's reference fail or return non-finite values; "
+                f"it ran with {entry['label']} instead"
             )
-        index = len(trials)
-        use_task = fallback_next or job.task_inputs_only
-        distribution = "task" if use_task else trial_distribution(index, rng)
-        fallback_next = False
-        seed = rng.getrandbits(62)
-        entry = _reference_trial(loaded, device, seed, distribution, slack_of, tensors)
-        if entry is None:
-            fallback_next = True  # these values break the reference: this trial again, with the task's own
-            continue
+        magnitude = entry.pop("magnitude")
+        if index == 0:
+            magnitude0 = magnitude
+        # Outputs that grow with large inputs (a matmul's, quadratically) carry rounding errors
+        # that grow with them: the absolute tolerance follows the output's scale in such a trial.
+        grows = entry["distribution"] == "large" and magnitude0 > 0
+        entry["atol_scale"] = max(1.0, magnitude / magnitude0) if grows else 1.0
         trials.append(entry)
     probe_seed = rng.getrandbits(62)
     probe = _reference_trial(loaded, device, probe_seed, "task", slack_of, tensors, slack=False)
-    return {"profile": loaded.profile, "trials": trials, "probe": probe}
+    if probe is not None:
+        probe.pop("magnitude", None)
+    return {"profile": loaded.profile, "trials": trials, "probe": probe, "notes": notes}
+
+
+def _fallbacks(distribution: str, vary: bool, job: Job) -> list[tuple[str, bool]]:
+    """What a trial tries in turn: as planned, without varied parameters, on the task's own inputs."""
+    if job.task_inputs_only:
+        distribution = "task"
+    options = [(distribution, vary), (distribution, False), ("task", False)]
+    return [option for i, option in enumerate(options) if option not in options[:i]]
+
+
+def _magnitude(value: Any) -> float:
+    """The largest finite absolute value among the floating tensors of an output."""
+    largest = 0.0
+    for _, leaf in output_leaves(value):
+        if isinstance(leaf, torch.Tensor) and leaf.is_floating_point() and leaf.numel():
+            finite = leaf.detach().float().abs().nan_to_num(0.0, 0.0, 0.0)
+            largest = max(largest, float(finite.max()))
+    return largest
 
 
 def _reference_trial(
@@ -123,28 +166,33 @@ def _reference_trial(
     slack_of: ReferenceSlack,
     tensors: list[torch.Tensor],
     slack: bool = True,
+    varied: bool = False,
 ) -> dict[str, Any] | None:
-    """One trial's reference results; None when a varied distribution makes the reference fail."""
+    """One trial's reference results; None when a varied distribution or varied parameters make
+    the reference fail or return non-finite values."""
     base = make_inputs(loaded.task_module, seed, distribution, device)
     ref_inputs = clone_inputs(base)
     try:
-        out = run_once(loaded.reference, ref_inputs, device)
+        aliased: list[bool] = []
+        out = run_once(loaded.reference, ref_inputs, device, aliased)
     except BaseException as exc:  # noqa: BLE001 - the task's own code
         kind = classify_exception(exc)
         text = f"{type(exc).__name__}: {str(exc)[:300]}"
         if kind == ErrorType.OOM:
             raise StageError(ErrorType.OOM, f"the reference model ran out of memory: {text}") from None
-        if distribution == "task":
+        if distribution == "task" and not varied:
             raise StageError(ErrorType.HARNESS_ERROR, f"the task's reference fails on its own inputs: {text}") from None
         if not _device_usable(device):
             raise StageError(ErrorType.HARNESS_ERROR, f"{REFERENCE_BROKE_DEVICE} ({distribution}): {text}") from None
         return None
-    if distribution != "task" and not all_finite(out):
+    if (distribution != "task" or varied) and not all_finite(out):
         return None
     changed = inputs_equal(ref_inputs, base)
     entry: dict[str, Any] = {
         "seed": seed,
         "distribution": distribution,
+        "aliased": aliased,
+        "magnitude": _magnitude(out),
         "output": encode_tree(out, tensors),
         "inputs_after": {str(i): encode_tree(ref_inputs[i], tensors) for i in changed},
     }

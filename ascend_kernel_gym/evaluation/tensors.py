@@ -107,6 +107,18 @@ def module_buffer(module: Any, qualified_name: str) -> torch.Tensor | None:
     """The buffer at ``qualified_name`` (``"block.mask"``) of ``module``, found through the
     ``_modules`` / ``_buffers`` tables as :func:`module_tensors` does (no method of the module
     runs); None when there is no exact tensor there."""
+    return module_slot(module, qualified_name, "_buffers")
+
+
+def module_parameter(module: Any, qualified_name: str) -> torch.Tensor | None:
+    """The parameter or buffer at ``qualified_name`` of ``module`` (an exact ``Tensor`` or
+    ``Parameter``), found as :func:`module_buffer` finds buffers; None when there is none."""
+    found = module_slot(module, qualified_name, "_parameters")
+    return found if found is not None else module_slot(module, qualified_name, "_buffers")
+
+
+def module_slot(module: Any, qualified_name: str, table_name: str) -> torch.Tensor | None:
+    """The exact tensor at ``qualified_name`` in the ``table_name`` table of its submodule."""
     *path, leaf = qualified_name.split(".")
     current = module
     for name in [*path, None]:
@@ -118,11 +130,12 @@ def module_buffer(module: Any, qualified_name: str) -> torch.Tensor | None:
             return None
         if not issubclass(type(attrs), dict):
             return None
-        table = _str_key_get(attrs, "_modules" if name is not None else "_buffers")
+        table = _str_key_get(attrs, "_modules" if name is not None else table_name)
         if not issubclass(type(table), dict):
             return None
         current = _str_key_get(table, name if name is not None else leaf)
-    return current if type(current) is torch.Tensor else None
+    allowed = (torch.Tensor,) if table_name == "_buffers" else (torch.Tensor, torch.nn.Parameter)
+    return current if type(current) in allowed else None
 
 
 def _str_key_get(table: dict[Any, Any], key: str) -> Any:

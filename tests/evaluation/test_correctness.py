@@ -30,7 +30,11 @@ def test_the_job_sets_the_number_of_trials(evaluator, relu_task, relu_solution) 
     assert good.trials_passed == good.trials_total == 2
     wrong = _run(evaluator, relu_task, relu_solution.replace("tl.maximum(x, 0.0)", "x"), num_trials=2)
     assert wrong.error_type == ErrorType.VALUE_MISMATCH and wrong.stage == Stage.CORRECTNESS
-    assert "(trial 1 of 2)" in wrong.error_message and wrong.trials_passed == 0 and wrong.trials_total == 2
+    assert (
+        "(trial 1 of 2: the task's own inputs)" in wrong.error_message
+        and wrong.trials_passed == 0
+        and wrong.trials_total == 2
+    )
     assert wrong.compiled and not wrong.correct
 
 

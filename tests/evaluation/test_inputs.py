@@ -12,10 +12,11 @@ from ascend_kernel_gym.evaluation.inputs import (  # noqa: E402
     clone_inputs,
     clone_layout,
     copy_into,
+    describe_trial,
     make_inputs,
     map_tensors,
     perturb,
-    trial_distribution,
+    trial_schedule,
 )
 
 
@@ -40,13 +41,49 @@ def test_make_inputs_is_seeded_and_perturbs_only_floats() -> None:
     assert (uniform01 >= 0).all() and not (shifted >= 0).all()  # not only uniform [0, 1)
 
 
-def test_trial_distributions_vary() -> None:
+def test_schedule_always_has_large_and_small_magnitudes_and_varied_parameters() -> None:
     import random
 
-    rng = random.Random(0)
-    seen = {trial_distribution(t, rng) for t in range(1, 9)}
-    assert trial_distribution(0, rng) == "task"
-    assert len(seen) >= 3
+    for seed in range(20):
+        specs = trial_schedule(5, random.Random(seed))
+        assert specs[0] == specs[0].__class__("task")  # the task's own inputs, parameters as built
+        distributions = [s.distribution for s in specs]
+        assert "large" in distributions and "small" in distributions
+        assert sum(s.vary_params for s in specs) >= 2 and not specs[0].vary_params
+        assert all(s.case == "main" for s in specs)
+    assert [s.distribution for s in trial_schedule(1, random.Random(0))] == ["task"]
+    two = trial_schedule(2, random.Random(0))
+    assert two[1].vary_params and two[1].distribution == "large"
+
+
+def test_schedule_puts_shape_cases_last_and_the_rest_on_the_main_shape() -> None:
+    import random
+
+    specs = trial_schedule(5, random.Random(3), ["odd", "wide"])
+    assert [s.case for s in specs] == ["main"] * 4 + [specs[-1].case] and specs[-1].case in ("odd", "wide")
+    assert not specs[-1].vary_params
+    ten = trial_schedule(10, random.Random(3), ["odd", "wide"])
+    assert sorted(s.case for s in ten if s.case != "main") == ["odd", "wide"]
+    assert trial_schedule(2, random.Random(3), ["odd"])[1].case == "main"  # two trials: no room for a case
+
+
+def test_value_range_distributions_have_their_ranges() -> None:
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 128)
+    large, small = perturb(x, "large", gen), perturb(x, "small", gen)
+    assert large.abs().max() > 100 and small.abs().max() < 1e-2 and small.abs().max() > 0
+    zeros = perturb(x, "zeros", gen)
+    assert (zeros[0] == 0).all() and 0.3 < float((zeros == 0).float().mean()) < 0.7
+    negative = perturb(x, "negative", gen)
+    assert 0.8 < float((negative < 0).float().mean()) < 0.97
+    half = perturb(x.half(), "large", gen)
+    assert half.dtype == torch.float16 and torch.isfinite(half).all()
+
+
+def test_trial_descriptions_name_what_changed() -> None:
+    text = describe_trial("large", True, "odd")
+    assert "large" in text and "parameters" in text and "'odd'" in text
+    assert describe_trial("task", False, "main") == "the task's own inputs"
 
 
 def test_inputs_are_copied_and_compared_through_nested_containers() -> None:

@@ -57,15 +57,60 @@ def _trial(index, output, again=None, aliased=None, changed=(), after=None) -> t
 
 def test_plan_carries_seeds_and_no_reference_value() -> None:
     plan = _judge().plan()
+    plain = {"params": None, "case": "main", "label": ""}
     assert plan == {
         "trials": [
-            {"seed": 100, "distribution": "normal"},
-            {"seed": 101, "distribution": "normal"},
-            {"seed": 102, "distribution": "normal"},
+            {"seed": 100, "distribution": "normal", **plain},
+            {"seed": 101, "distribution": "normal", **plain},
+            {"seed": 102, "distribution": "normal", **plain},
         ],
         "probe_seed": 9,
         "profile": "small",
+        "notes": [],
     }
+
+
+def _judge_with(entry_extra: dict, trials: int = 2, scale: float = 1.0) -> Judge:
+    """A relu judge whose trials carry ``entry_extra`` (reference aliasing, labels, tolerance factors)."""
+    tensors: list[torch.Tensor] = []
+    entries = []
+    for k in range(trials):
+        x = _inputs(k) * scale
+        entry = {"seed": k, "distribution": "large", "output": encode_tree(torch.relu(x), tensors)}
+        entry.update(inputs_after={}, slack=None, **entry_extra)
+        entries.append(entry)
+    probe = {"seed": 9, "distribution": "task", "output": encode_tree(torch.relu(_inputs(7)), tensors)}
+    probe.update(inputs_after={}, slack=None)
+    judge = Judge(ATOL, RTOL, trials)
+    judge.load_reference(*_split({"trials": entries, "probe": probe, "profile": "small", "notes": ["n1"]}, tensors))
+    return judge
+
+
+def test_an_output_aliasing_an_input_passes_only_where_the_reference_aliases_too() -> None:
+    out = torch.relu(_inputs(0))
+    refused = _judge_with({}).judge(*_trial(0, out, again=out, aliased=[True]))
+    assert refused.action == "fail" and refused.failure.error_type == ErrorType.OUTPUT_ALIASES_INPUT
+    allowed = _judge_with({"aliased": [True]}).judge(*_trial(0, out, again=out, aliased=[True]))
+    assert allowed.action == "continue"
+
+
+def test_the_failure_names_the_trial_and_the_plan_forwards_notes() -> None:
+    judge = _judge_with({"label": "large-magnitude inputs, parameters varied", "params": 77})
+    assert judge.plan()["trials"][0]["params"] == 77 and judge.plan()["notes"] == ["n1"]
+    wrong = torch.relu(_inputs(0)) + 1.0
+    assert judge.judge(*_trial(0, wrong, again=wrong)).action == "probe"
+    verdict = judge.judge(*_trial("probe", torch.relu(_inputs(7))))
+    assert verdict.failure is not None
+    assert "trial 1 of 2: large-magnitude inputs, parameters varied" in verdict.failure.message
+
+
+def test_the_absolute_tolerance_follows_the_outputs_growth_in_a_large_trial() -> None:
+    out = torch.relu(_inputs(0) * 1000)
+    off = out + 5e-3  # 5e-3 is far beyond atol 1e-5, within 1e-5 * 1000
+    strict = _judge_with({}, scale=1000).judge(*_trial(0, off, again=off))
+    assert strict.action != "continue"
+    scaled = _judge_with({"atol_scale": 1000.0}, scale=1000).judge(*_trial(0, off, again=off))
+    assert scaled.action == "continue"
 
 
 def test_a_correct_candidate_passes_every_trial() -> None:
