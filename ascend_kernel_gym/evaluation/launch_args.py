@@ -36,8 +36,11 @@ def type_name(kind: type) -> str:
 
 class LaunchArgumentPolicy:
     """Which objects may be kernel arguments: exactly ``torch.Tensor`` / ``nn.Parameter``, plain
-    scalars, ``torch.dtype``, Triton's own values (``tl.constexpr``, ``tl.dtype``, @triton.jit
-    functions), plain tuples and namedtuples of those, and host-side tensor descriptors of tensors.
+    scalars, members of ``enum.IntEnum`` / ``enum.IntFlag`` classes (handed to Triton as plain ints,
+    see :meth:`plain`), ``torch.dtype``, Triton's own values (``tl.constexpr``, ``tl.dtype``,
+    @triton.jit functions), plain tuples and namedtuples of those (a namedtuple class may add public
+    methods, properties and constants of its own, see :func:`namedtuple_problem`), and host-side
+    tensor descriptors of tensors.
 
     Anything else (a tensor subclass, an object that imitates a tensor with ``data_ptr`` or
     ``__cuda_array_interface__``, a class of the candidate's) would run its own code where Triton
@@ -50,6 +53,7 @@ class LaunchArgumentPolicy:
     MAX_DEPTH = 8
 
     def __init__(self) -> None:
+        import enum
         import types
 
         import triton.language as tl
@@ -69,6 +73,39 @@ class LaunchArgumentPolicy:
             self._descriptor: type | None = None
         else:
             self._descriptor = TensorDescriptor
+        self._enum_meta = enum.EnumMeta
+        self._int_enum_mros = (enum.IntEnum.__mro__, enum.IntFlag.__mro__)
+        self._namedtuples = NamedtupleShape()
+
+    def _int_enum(self, kind: type) -> bool:
+        """A class statement's ``enum.IntEnum`` / ``enum.IntFlag`` subclass (its members are ints).
+        Read through ``type``'s own descriptors: a metaclass other than Enum's is not one."""
+        if type(kind) is not self._enum_meta:
+            return False
+        mro = type.__dict__["__mro__"].__get__(kind, type)
+        return any(mro[1:] == expected for expected in self._int_enum_mros)
+
+    def plain(self, value: Any, depth: int = 0) -> Any:
+        """``value`` as Triton gets it: every IntEnum / IntFlag member (also inside tuples and
+        namedtuples) replaced by its plain ``int``, read with ``int``'s own slot, so neither Triton
+        nor the harness meets a class of the candidate's later. Call after :meth:`problem` found
+        nothing; anything else comes back as it is."""
+        kind = type(value)
+        if id(kind) in self._exact or depth >= self.MAX_DEPTH:
+            return value
+        if self._int_enum(kind):
+            return int.__int__(value)
+        if kind is tuple or (type(kind) is type and self._namedtuples.problem(kind) is None):
+            items = tuple.__iter__(value)
+            plain = [self.plain(item, depth + 1) for item in items]
+            if all(a is b for a, b in zip(plain, tuple.__iter__(value), strict=True)):
+                return value
+            return tuple.__new__(kind, plain)  # no ``__new__`` of the class runs
+        return value
+
+    def plain_arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """:meth:`plain` of every positional and keyword argument."""
+        return tuple(self.plain(a) for a in args), {k: self.plain(v) for k, v in kwargs.items()}
 
     def problem(self, value: Any, depth: int = 0) -> str | None:
         """Why ``value`` may not be a kernel argument, or None."""
@@ -82,7 +119,8 @@ class LaunchArgumentPolicy:
             return None
         if depth >= self.MAX_DEPTH:
             return "is nested too deeply"
-        if kind is tuple or _plain_namedtuple(kind):
+        shape_problem = self._namedtuples.problem(kind) if kind is not tuple and type(kind) is type else None
+        if kind is tuple or (type(kind) is type and shape_problem is None):
             for item in tuple.__iter__(value):
                 problem = self.problem(item, depth + 1)
                 if problem is not None:
@@ -97,6 +135,10 @@ class LaunchArgumentPolicy:
         name = type_name(kind)
         if _imitates_tensor(kind):
             return f"is a `{name}`, not a torch.Tensor (tensor subclasses and tensor-like objects are forbidden)"
+        if self._int_enum(kind):
+            return None  # an int; :meth:`plain` hands Triton the int itself
+        if shape_problem is not None and shape_problem != NOT_A_NAMEDTUPLE:
+            return f"is a namedtuple `{name}` that {shape_problem}"
         return f"is a `{name}` object, not a tensor or a plain value"
 
     def _descriptor_problem(self, fields: dict[str, Any]) -> str | None:
@@ -162,44 +204,105 @@ def _imitates_tensor(kind: type) -> bool:
     return False
 
 
-#: what ``collections.namedtuple`` puts in a class (beyond one accessor per field)
-_NAMEDTUPLE_MEMBERS = frozenset(
-    {
-        "__doc__",
-        "__slots__",
-        "_fields",
-        "_field_defaults",
-        "__new__",
-        "_make",
-        "_replace",
-        "__repr__",
-        "_asdict",
-        "__getnewargs__",
-        "__match_args__",
-        "__module__",
-        "__qualname__",
-        "__orig_bases__",
-        "__annotations__",
-    }
+#: what ``collections.namedtuple`` / ``typing.NamedTuple`` put in a class as plain data (beyond
+#: the methods checked against a reference class and one accessor per field), with its types
+_NAMEDTUPLE_DATA: dict[str, tuple[type, ...]] = {
+    "__doc__": (str, type(None)),
+    "__slots__": (tuple,),
+    "_fields": (tuple,),
+    "_field_defaults": (dict,),
+    "__match_args__": (tuple,),
+    "__module__": (str,),
+    "__qualname__": (str,),
+    "__orig_bases__": (tuple,),
+    "__annotations__": (dict,),
+}
+#: namedtuple's generated methods, compared by code object with those of a reference class
+_NAMEDTUPLE_METHODS = ("_make", "_replace", "__repr__", "_asdict", "__getnewargs__")
+#: attribute names Triton, PyTorch or the harness look up on a kernel argument: a namedtuple's own
+#: additions may not use them (a ``data_ptr`` property would run where recording is suspended)
+PROBED_NAMES = frozenset(
+    {"data_ptr", "dtype", "tma_desc_cpu_ptr", "cache_key", "base", "shape", "strides", "block_shape", "value"}
 )
+#: the problem :meth:`NamedtupleShape.problem` gives a class that is no namedtuple at all
+NOT_A_NAMEDTUPLE = "is not a namedtuple"
 
 
-def _plain_namedtuple(kind: type) -> bool:
-    """A class made by ``collections.namedtuple`` / ``typing.NamedTuple`` with nothing of its own
-    added: Triton accepts those as kernel arguments, and none of their methods is the candidate's.
-    Read through ``type``'s own descriptors (a metaclass of the candidate's runs nothing)."""
-    if type(kind) is not type:
-        return False
-    bases = type.__dict__["__bases__"].__get__(kind, type)
-    if len(bases) != 1 or bases[0] is not tuple:
-        return False
-    own = type.__dict__["__dict__"].__get__(kind, type)
-    if not all(type(name) is str for name in own):
-        return False
-    fields = own.get("_fields")
-    if type(fields) is not tuple or not all(type(f) is str for f in fields):
-        return False
-    return all(name in _NAMEDTUPLE_MEMBERS or name in fields for name in own)
+class NamedtupleShape:
+    """Recognises the classes ``collections.namedtuple`` and ``typing.NamedTuple`` make, including
+    ones whose class body adds public methods, properties and constants (a ``@property`` over the
+    fields). Everything is read from the class's own dictionary through ``type``'s descriptors,
+    nothing of the candidate's runs: the generated members must be the generated ones (same code as
+    a reference class's), each field an accessor of ``collections``, every addition a public name
+    that nobody probes, holding a function, property, static / class method or plain constant.
+    Instances of such a class have no ``__dict__`` (``__slots__ = ()``) and are read as tuples."""
+
+    def __init__(self) -> None:
+        import collections
+        import types
+
+        reference = collections.namedtuple("Reference", "a b")
+        own = type.__dict__["__dict__"].__get__(reference, type)
+        self._getter = type(own["a"])
+        self._codes = {name: _code(own[name]) for name in _NAMEDTUPLE_METHODS}
+        self._tuple_new = tuple.__new__
+        self._function = types.FunctionType
+        self._addition_kinds = (types.FunctionType, property, staticmethod, classmethod)
+        self._constants = (bool, int, float, str, type(None))
+
+    def problem(self, kind: type) -> str | None:
+        """Why ``kind`` is not such a namedtuple class (``NOT_A_NAMEDTUPLE`` when it is no namedtuple
+        at all), or None."""
+        if type(kind) is not type:
+            return NOT_A_NAMEDTUPLE
+        bases = type.__dict__["__bases__"].__get__(kind, type)
+        own = type.__dict__["__dict__"].__get__(kind, type)
+        fields = own.get("_fields")
+        if len(bases) != 1 or bases[0] is not tuple or type(fields) is not tuple:
+            return NOT_A_NAMEDTUPLE
+        if not all(type(name) is str for name in own) or not all(type(f) is str for f in fields):
+            return "has odd names in its class"
+        for field_name in fields:
+            if type(own.get(field_name)) is not self._getter:
+                return f"replaces the accessor of its field `{cut_string(field_name, 40)}`"
+        new = own.get("__new__")
+        if type(new) is not staticmethod or not self._generated_new(new.__func__):
+            return "has a `__new__` of its own"
+        for name, code in self._codes.items():
+            if _code(own.get(name)) is not code:
+                return f"has a `{name}` of its own"
+        for name, member in own.items():
+            if name in _NAMEDTUPLE_DATA:
+                if type(member) not in _NAMEDTUPLE_DATA[name]:
+                    return f"holds a `{type_name(type(member))}` as `{name}`"
+                continue
+            if name in fields or name in self._codes or name == "__new__":
+                continue
+            if name.startswith("_") or name in PROBED_NAMES:
+                return f"defines `{cut_string(name, 40)}` (only public methods, properties and constants may be added)"
+            if type(member) not in self._addition_kinds and type(member) not in self._constants:
+                return f"holds a `{type_name(type(member))}` as `{cut_string(name, 40)}`"
+        return None
+
+    def _generated_new(self, function: Any) -> bool:
+        """``__new__`` as ``collections.namedtuple`` builds it: ``_tuple_new(_cls, (fields...))``
+        with ``tuple.__new__`` in its globals."""
+        if type(function) is not self._function:
+            return False
+        scope = function.__globals__
+        if type(scope) is not dict or scope.get("_tuple_new") is not self._tuple_new:
+            return False
+        name, builtins = scope.get("__name__"), scope.get("__builtins__")
+        return type(name) is str and name.startswith("namedtuple_") and type(builtins) is dict and not builtins
+
+
+def _code(member: Any) -> Any:
+    """The code object of a plain function or of one wrapped in a class / static method, or None."""
+    import types
+
+    if type(member) in (classmethod, staticmethod):
+        member = member.__func__
+    return member.__code__ if type(member) is types.FunctionType else None
 
 
 def named_arguments(names: list[str], args: Any, kwargs: dict[str, Any]) -> list[tuple[str, Any]]:

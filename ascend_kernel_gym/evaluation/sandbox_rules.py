@@ -114,10 +114,15 @@ FORBIDDEN_MODULES: frozenset[str] = frozenset(
 
 #: Attribute names refused on *any* object, resolvable or not: names of dangerous modules (an
 #: alias the resolver cannot follow, ``[torch][0].sys``, still spells ``.sys``) and interpreter
-#: internals. ``getattr(x, "<name>")`` with such a literal is refused too.
+#: internals. ``getattr(x, "<name>")`` with such a literal is refused too. Left out: module names that
+#: are everyday words for attributes (``self.np``, the number of programs; ``cfg.time``); those are
+#: refused only where the name is reached through a module (a resolved path such as
+#: ``torch.nn.functional.np``, checked by the static stage and again against the live modules).
+#: No class of torch or triton holds NumPy under ``np``; a module that does is only reached by a path.
+ATTRIBUTE_WORDS: frozenset[str] = frozenset({"time", "random", "types", "code", "io", "select", "signal", "np"})
 FORBIDDEN_ATTR_NAMES: frozenset[str] = frozenset(
     {
-        *(m for m in FORBIDDEN_MODULES if m not in ("time", "random", "types", "code", "io", "select", "signal")),
+        *(m for m in FORBIDDEN_MODULES if m not in ATTRIBUTE_WORDS),
         "_getframe",
         "_current_frames",
         "settrace",

@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ascend_kernel_gym.evaluation import sandbox_rules as rules
-from ascend_kernel_gym.evaluation.result import ErrorType
+from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType
 from ascend_kernel_gym.evaluation.static_names import is_main_guard, name_problems
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -29,11 +29,16 @@ _PARSE_LOCK = threading.Lock()
 
 @dataclass
 class Violation:
-    """One static-check failure."""
+    """One static-check failure.
+
+    ``hack``: whether a violation of a hack type (``HACK_ERROR_TYPES``) counts as an attempt to game
+    the harness; False for a refusal that cannot have helped (an import the code never uses).
+    """
 
     error_type: ErrorType
     message: str
     line: int | None = None
+    hack: bool = True
 
     def render(self) -> str:
         where = f"line {self.line}: " if self.line else ""
@@ -73,6 +78,18 @@ class StaticReport:
             if kind in kinds:
                 return kind
         return ErrorType.NONE
+
+    @property
+    def hack_violations(self) -> list[Violation]:
+        """The violations that are attempts to game the harness (a hack type, not marked harmless)."""
+        return [v for v in self.violations if v.hack and v.error_type in HACK_ERROR_TYPES]
+
+    @property
+    def hack(self) -> bool:
+        """Whether the refusal counts as a hack: any violation in :attr:`hack_violations`. A code
+        refused only for what it never uses (``import numpy as np``, ``np`` unused) is ``forbidden``
+        without being a hack."""
+        return bool(self.hack_violations)
 
     def message(self, limit: int = 12) -> str:
         lines = [v.render() for v in self.violations[:limit]]
@@ -114,17 +131,21 @@ class _Checker(ast.NodeVisitor):
         self._resolved: dict[int, str | None] = {}
         self._warned: set[str] = set()
         self._warnings_cut = 0
+        #: names the code mentions anywhere but in the imports that bind them (see ``names_in_use``)
+        self._names_in_use = names_in_use(tree)
 
     # --- helpers ---------------------------------------------------------------------------
     def fail(self, node: ast.AST | None, message: str, kind: ErrorType = ErrorType.FORBIDDEN) -> None:
         self.fail_line(getattr(node, "lineno", None), message, kind)
 
-    def fail_line(self, line: int | None, message: str, kind: ErrorType = ErrorType.FORBIDDEN) -> None:
+    def fail_line(
+        self, line: int | None, message: str, kind: ErrorType = ErrorType.FORBIDDEN, *, hack: bool = True
+    ) -> None:
         key = (line, message)
         if key in self._seen:
             return
         self._seen.add(key)
-        self.report.violations.append(Violation(kind, message, line))
+        self.report.violations.append(Violation(kind, message, line, hack))
 
     def warn(self, node: ast.AST, message: str) -> None:
         text = f"line {getattr(node, 'lineno', '?')}: {message}"
@@ -315,7 +336,9 @@ class _Checker(ast.NodeVisitor):
     # --- visitors -----------------------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
+            before = len(self.report.violations)
             self.check_path(node, alias.name)
+            self._unused_import(before, [alias.asname or alias.name.split(".")[0]])
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level:
@@ -325,12 +348,23 @@ class _Checker(ast.NodeVisitor):
         before = len(self.report.violations)
         self.check_path(node, module)
         if len(self.report.violations) > before:
+            self._unused_import(before, [a.asname or a.name for a in node.names])
             return
         for alias in node.names:
             if alias.name == "*":
                 self.fail(node, f"`from {module} import *` is forbidden (name every import)")
             else:
+                before = len(self.report.violations)
                 self.check_path(node, f"{module}.{alias.name}")
+                self._unused_import(before, [alias.asname or alias.name])
+
+    def _unused_import(self, before: int, bound: list[str]) -> None:
+        """The refusals of an import since ``before`` are no hack when the code never mentions the
+        names it binds: nothing of the module could have been used (still ``forbidden``)."""
+        if any(name == "*" or name in self._names_in_use for name in bound):
+            return
+        for violation in self.report.violations[before:]:
+            violation.hack = False
 
     def visit_If(self, node: ast.If) -> None:
         if is_main_guard(node.test):
@@ -725,6 +759,35 @@ class _Checker(ast.NodeVisitor):
             )
 
 
+def names_in_use(tree: ast.Module) -> set[str]:
+    """Every name the code mentions other than by importing it: read, assigned, deleted, declared
+    ``global`` / ``nonlocal``, a parameter, a ``def`` / ``class`` name, an ``except ... as`` target.
+    ``if __name__ == "__main__":`` blocks are left out (they never run)."""
+    found: set[str] = set()
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If) and is_main_guard(node.test):
+            stack.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.arg):
+            found.add(node.arg)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            found.update(node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            found.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            found.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            found.add(node.rest)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
 def _source(node: ast.AST, limit: int = 80) -> str:
     """The source text of ``node`` for a message, shortened."""
     try:
@@ -783,7 +846,7 @@ def check_source(code: str) -> StaticReport:
         for stmt in tree.body:
             checker.visit(stmt)
         for problem in name_problems(tree):
-            checker.fail_line(problem.line, problem.message)
+            checker.fail_line(problem.line, problem.message, hack=problem.hack)
         checker.finish()
     except RecursionError:
         checker.fail(None, "the code is nested too deeply to check")

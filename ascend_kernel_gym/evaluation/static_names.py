@@ -36,11 +36,14 @@ _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 @dataclass(frozen=True)
 class NameProblem:
-    """One refused use of a name."""
+    """One refused use of a name; ``hack`` is False for a reserved name the code binds but never
+    reads (an unused ``import numpy as np``): refused, yet nothing could have reached the
+    interpreter's value through it."""
 
     name: str
     line: int
     message: str
+    hack: bool = True
 
 
 @dataclass
@@ -294,6 +297,12 @@ def name_problems(tree: ast.Module) -> list[NameProblem]:
     collector.finish()
     problems: list[NameProblem] = []
     seen: set[tuple[str, str]] = set()
+    read_reserved = {
+        name
+        for scope in collector.scopes
+        for name, _, is_read in scope.uses
+        if is_read and name in rules.INTERPRETER_GLOBAL_NAMES and _resolves_global(scope, name)
+    }
     for scope in collector.scopes:
         for name, line, is_read in scope.uses:
             if name.startswith("__") and name.endswith("__"):
@@ -308,6 +317,7 @@ def name_problems(tree: ast.Module) -> list[NameProblem]:
                         line,
                         f"the global name `{name}` is reserved: Triton's interpreter puts its internals under this "
                         "name in your module, bound or not; use another name (and define or import every name you use)",
+                        hack=name in read_reserved,
                     )
                 )
             elif (

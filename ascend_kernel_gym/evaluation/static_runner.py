@@ -75,7 +75,8 @@ def report_to_dict(report: StaticReport) -> dict[str, Any]:
     """A JSON-ready form of ``report`` (the helper's answer)."""
     return {
         "violations": [
-            {"error_type": v.error_type.value, "message": v.message, "line": v.line} for v in report.violations
+            {"error_type": v.error_type.value, "message": v.message, "line": v.line, "hack": v.hack}
+            for v in report.violations
         ],
         "warnings": list(report.warnings),
         "kernels": list(report.kernels),
@@ -87,7 +88,10 @@ def report_to_dict(report: StaticReport) -> dict[str, Any]:
 def report_from_dict(data: dict[str, Any]) -> StaticReport:
     """The inverse of :func:`report_to_dict`."""
     return StaticReport(
-        violations=[Violation(ErrorType(v["error_type"]), str(v["message"]), v["line"]) for v in data["violations"]],
+        violations=[
+            Violation(ErrorType(v["error_type"]), str(v["message"]), v["line"], v.get("hack") is not False)
+            for v in data["violations"]
+        ],
         warnings=[str(w) for w in data["warnings"]],
         kernels=[str(k) for k in data["kernels"]],
         paths={str(p) for p in data["paths"]},

@@ -50,6 +50,13 @@ class ModelNew(nn.Module):
         relu_into(x, out)
         return out
 """,
+    "clone_then_kernel_overwrites_all": """
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = x.clone()  # issue 22: a lazy allocation; the kernel overwrites every element
+        relu_into(x, out)
+        return out
+""",
     "view_of_kernel_output": """
 class ModelNew(nn.Module):
     def forward(self, x):

@@ -306,6 +306,9 @@ def test_only_exact_tensors_and_plain_values_pass_and_nothing_of_the_value_runs(
     class Mode(enum.IntEnum):
         A = 1
 
+    class Count(int):  # not an enum: its methods would be what Triton calls
+        pass
+
     Pair = collections.namedtuple("Pair", "a b")
 
     class Typed(typing.NamedTuple):
@@ -331,6 +334,7 @@ def test_only_exact_tensors_and_plain_values_pass_and_nothing_of_the_value_runs(
         Pair(x, 1),
         Typed(x, 2),
         ((((x,),),),),
+        Mode.A,  # issue 22: an IntEnum member is an int (handed to Triton as one, see test_launch_args.py)
     ]
     for value in allowed:
         assert policy.problem(value) is None, value
@@ -339,7 +343,7 @@ def test_only_exact_tensors_and_plain_values_pass_and_nothing_of_the_value_runs(
         "parameter subclass": Param(x.clone()),
         "metaclass": Odd(),
         "cuda array interface": CudaLike(),
-        "int enum": Mode.A,
+        "int subclass": Count(3),
         "list": [x],
         "wrapped fake": tl.constexpr(CudaLike()),
         "namedtuple of a subclass": Pair(x.as_subclass(Sub), 1),
@@ -462,3 +466,91 @@ def test_a_tensor_subclass_argument_is_refused_before_triton_or_the_harness_touc
     assert "('unrecorded', 'forbidden', 'kernel `copy_kernel`: argument `x` is a `Lazy`" in out.stdout
     assert "('autotuned', 'forbidden', 'kernel `tuned_kernel`: argument `y` is a `Lazy`" in out.stdout
     assert "ran [] refusal True" in out.stdout  # none of the subclass's methods ran
+
+
+# --- issue 22 point 5: a PyTorch copy that a kernel then overwrites entirely ---------------------
+def _probe_after(launch, out: torch.Tensor, *args):
+    """Run ``launch`` on (out, *args) as the recorder runs a kernel, with ``out`` tainted as a
+    clone of an input; the storages the probe finds overwritten."""
+    from ascend_kernel_gym.evaluation.recorder import OverwriteProbe
+
+    ptr = out.untyped_storage().data_ptr()
+    probe = OverwriteProbe.prepare((out, *args), {"n": out.numel()}, {ptr: "aten.clone of an input"})
+    assert probe is not None
+    launch((out, *args), {"n": out.numel()})
+    return probe.overwritten(launch), ptr
+
+
+def test_a_copy_overwritten_entirely_and_independently_is_found() -> None:
+    x = torch.randn(64)
+
+    def honest(a, k):  # writes every element of out from x alone
+        torch.clamp(a[1], min=0.0, out=a[0])
+
+    found, ptr = _probe_after(honest, x.clone(), x)
+    assert found == [ptr]
+
+
+def test_a_copy_left_alone_written_back_or_half_written_stays_pytorchs() -> None:
+    x = torch.randn(64)
+    ran: list[int] = []
+
+    def half(a, k):
+        ran.append(1)
+        a[0][:32] = a[1][:32].clamp(min=0.0)
+
+    def from_itself(a, k):  # every element written, from the values PyTorch put there
+        a[0].copy_(a[0].flip(0).flip(0) * 1.0 + 0.0)
+
+    def doubled(a, k):  # every element changed, from its own old value
+        a[0].mul_(2.0)
+
+    assert _probe_after(half, x.clone(), x)[0] == [] and ran == [1, 1]  # the probe ran it again
+    ran.clear()
+    assert _probe_after(from_itself, x.clone(), x)[0] == []
+    assert _probe_after(doubled, x.clone(), x)[0] == []
+    assert _probe_after(lambda a, k: None, x.clone(), x)[0] == []  # unchanged: no second run needed
+
+    def fails_twice(a, k):
+        if ran:
+            raise RuntimeError("second run")
+        ran.append(1)
+        a[0].copy_(a[1])
+
+    assert _probe_after(fails_twice, x.clone(), -x)[0] == []
+
+
+def test_an_index_copy_overwritten_keeps_its_values_in_the_second_run() -> None:
+    """The second run shuffles the copied memory: a kernel that reads indices from it still gets
+    valid indices (every value is kept), and one that overwrites it entirely is found."""
+    table = torch.arange(10.0)
+    idx = torch.randint(0, 10, (32,))
+    seen: list[torch.Tensor] = []
+
+    def gather_then_overwrite(a, k):
+        seen.append(a[0].clone())
+        a[1].copy_(table[a[0]])  # reads the index copy
+        a[0].fill_(3)  # then overwrites all of it, from nothing it held
+
+    from ascend_kernel_gym.evaluation.recorder import OverwriteProbe
+
+    copy, out = idx.clone(), torch.zeros(32)
+    ptr = copy.untyped_storage().data_ptr()
+    probe = OverwriteProbe.prepare((copy, out), {}, {ptr: "aten.clone of an input"})
+    assert probe is not None
+    gather_then_overwrite((copy, out), {})
+    assert probe.overwritten(gather_then_overwrite) == [ptr]
+    assert sorted(seen[1].tolist()) == sorted(seen[0].tolist()) and not torch.equal(seen[1], seen[0])
+
+
+def test_launches_without_copied_memory_or_with_nested_tensors_are_not_probed() -> None:
+    from ascend_kernel_gym.evaluation.recorder import OverwriteProbe
+
+    x = torch.randn(8)
+    out = x.clone()
+    ptr = out.untyped_storage().data_ptr()
+    assert OverwriteProbe.prepare((out, x), {}, {}) is None
+    assert OverwriteProbe.prepare((out, x), {}, {ptr: "an input"}) is None  # an input: the aliasing check's
+    assert OverwriteProbe.prepare(((out, x),), {}, {ptr: "aten.clone of an input"}) is None
+    assert OverwriteProbe.prepare((out,), {"pair": (x,)}, {ptr: "aten.clone of an input"}) is None
+    assert OverwriteProbe.prepare((out, 3, 1.5, None, torch.float32), {}, {ptr: "aten.clone of an input"})

@@ -62,6 +62,14 @@ def test_dangerous_module_names_are_refused_as_attributes_too() -> None:
     assert {"_getframe", "settrace", "import_module"} <= rules.FORBIDDEN_ATTR_NAMES
 
 
+def test_np_is_a_forbidden_module_name_but_not_a_forbidden_attribute() -> None:
+    # issue 22: ``self.np`` (number of programs) is an honest attribute; ``np`` reached through a
+    # module is a resolved path, refused by the module rules (static stage and the live check)
+    assert "np" in rules.FORBIDDEN_MODULES and "np" not in rules.FORBIDDEN_ATTR_NAMES
+    assert "numpy" in rules.FORBIDDEN_ATTR_NAMES
+    assert rules.ATTRIBUTE_WORDS <= rules.FORBIDDEN_MODULES  # only module names are left out
+
+
 def test_operator_tables_nest_and_hooks_are_refused_as_keywords_and_attributes() -> None:
     assert rules.REARRANGING_TORCH_OPS <= rules.DATA_TORCH_OPS
     assert set(rules.FORBIDDEN_KEYWORDS) == {"pre_hook", "post_hook", "do_bench"}

@@ -426,3 +426,64 @@ def static_max_warnings() -> int:
     from ascend_kernel_gym.evaluation.static import MAX_WARNINGS
 
     return MAX_WARNINGS
+
+
+# --- issue 22 point 5 ---------------------------------------------------------------------------
+def test_attributes_named_np_are_refused_only_on_a_module() -> None:
+    """``np`` is a forbidden module name, not a forbidden attribute: ``self.np`` and ``cfg.np`` are
+    plain attributes; reached through a module (a resolved path) it is still NumPy and refused."""
+    honest = KERNEL.replace(
+        "    def forward(self, x):\n",
+        "    def __init__(self):\n        super().__init__()\n        self.np = 4\n\n"
+        "    def forward(self, x):\n        cfg = self\n        assert cfg.np == getattr(self, 'np') == 4\n",
+    )
+    assert check_source(honest).ok, check_source(honest).message()
+    for snippet in (
+        "h = nn.functional.np",
+        "h = torch.nn.functional.np.zeros(3)",
+        "h = getattr(torch.nn.functional, 'np')",
+        "import torch.nn.functional as F\nh = F.np",
+        "from torch.nn.functional import np as numeric\nZ = numeric.zeros(3)",
+    ):
+        report = check_source(KERNEL + "\n" + snippet + "\n")
+        assert report.error_type == ErrorType.FORBIDDEN and report.hack, snippet
+        assert any("np" in v.message for v in report.violations), snippet
+    # other module names stay refused as attributes of anything
+    assert any("`.os`" in m for m in _errors(KERNEL + "\ndef f(cfg):\n    return cfg.os\n"))
+
+
+@pytest.mark.parametrize(
+    "imports",
+    [
+        "import numpy as np",
+        "import numpy",
+        "import numpy.linalg",
+        "from numpy import maximum",
+        "from numpy import maximum as mx, minimum",
+        "import os",
+        "def helper():\n    import numpy as np\n    return 1",
+        "import numpy as np\nif __name__ == '__main__':\n    print(np.zeros(3))",  # a self-test never runs
+    ],
+)
+def test_an_unused_forbidden_import_is_refused_but_is_no_hack(imports: str) -> None:
+    report = check_source(imports + "\n" + KERNEL)
+    assert report.error_type == ErrorType.FORBIDDEN and not report.ok
+    assert not report.hack and report.hack_violations == []
+    assert all(not v.hack for v in report.violations)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import numpy as np\n" + KERNEL + "\nZ = np.zeros(3)\n",
+        "import numpy\n" + KERNEL + "\ndef f(x):\n    return numpy.asarray(x)\n",
+        "from numpy import maximum\n" + KERNEL + "\nM = maximum\n",
+        "import numpy as np\n" + KERNEL + "\ndef f(np):\n    return np\n",  # any mention counts as a use
+        "import numpy as np\n" + KERNEL + "\nimport os\nos.getcwd()\n",  # a used one beside it: a hack
+        "import numpy as np\n" + KERNEL + "\nX = eval('1')\n",  # another refusal that is a hack
+    ],
+)
+def test_a_forbidden_import_the_code_mentions_is_a_hack(code: str) -> None:
+    report = check_source(code)
+    assert report.error_type == ErrorType.FORBIDDEN and report.hack
+    assert report.hack_violations and all(v.hack for v in report.hack_violations)

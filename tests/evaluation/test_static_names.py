@@ -96,3 +96,18 @@ def test_the_names_triton_injects_are_covered() -> None:
     ordinary |= {"Callable", "Dict", "List", "Optional", "Tuple", "TypeVar", "T"}
     injected = {name for name in vars(interpreter) if not name.startswith("__")}
     assert injected - ordinary <= INTERPRETER_GLOBAL_NAMES, sorted(injected - ordinary - INTERPRETER_GLOBAL_NAMES)
+
+
+def test_a_reserved_name_that_is_only_bound_is_refused_without_being_a_hack() -> None:
+    """Issue 22: ``import numpy as np`` never read binds ``np`` (refused) but reaches nothing."""
+    [bound] = name_problems(ast.parse("import numpy as np\n"))
+    assert bound.name == "np" and not bound.hack
+    [assigned] = name_problems(ast.parse("np = 3\n"))
+    assert not assigned.hack
+    [read] = name_problems(ast.parse("import numpy as np\ndef f():\n    return np.zeros(3)\n"))
+    assert read.hack and read.line == 1
+    [unbound] = name_problems(ast.parse("def f():\n    return np\n"))
+    assert unbound.hack
+    # a local ``np`` read does not make the global binding read
+    [local] = name_problems(ast.parse("np = 1\ndef f(np):\n    return np\n"))
+    assert not local.hack

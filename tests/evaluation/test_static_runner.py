@@ -162,3 +162,18 @@ def test_a_forked_process_starts_its_own_helpers(runner) -> None:
     os.waitpid(pid, 0)
     assert answer == "forbidden True"
     assert runner._idle == [parent_helper] and runner.check(HONEST).ok  # the parent's helper is untouched
+
+
+def test_the_hack_mark_of_each_violation_survives_the_helper(runner) -> None:
+    """Issue 22: an unused forbidden import is refused without being a hack, also across the helper."""
+    unused = HONEST + "\nimport os\n"
+    used = HONEST + "\nimport os\nCWD = os.getcwd()\n"
+    assert not check_source(unused).hack and check_source(used).hack
+    for code in (unused, used):
+        there = runner.check(code)
+        assert there.hack == check_source(code).hack
+        assert report_from_dict(report_to_dict(there)).hack == there.hack
+    legacy = report_to_dict(check_source(used))
+    for violation in legacy["violations"]:
+        del violation["hack"]  # an answer without the mark counts every violation
+    assert report_from_dict(legacy).hack
