@@ -18,7 +18,9 @@ from ascend_kernel_gym.evaluation.wire import (
     QUIET,
     READY,
     RESULT,
+    STARTED,
     TRIAL,
+    TRIAL_DONE,
     WireError,
     decode_result,
     split_payload,
@@ -110,6 +112,13 @@ class ChildStream:
         #: when the judge last answered a trial, and when the result arrived (the timing window)
         self.judged_at: float | None = None
         self.done_at: float | None = None
+        #: the progress watchdog: when the child last made progress, whether it reached the
+        #: correctness stage, and the trials it says it finished
+        self.progress_at: float | None = None
+        self.in_correctness = False
+        self.trials_done = 0
+        #: set when the watchdog cut it: the seconds without progress it was allowed
+        self.stalled_s: float | None = None
 
     def feed(self, chunk: bytes) -> None:
         if self.result_bytes is not None:
@@ -141,6 +150,13 @@ class ChildStream:
                 self.child.ready = True
             elif byte == JOB_TAKEN:
                 self.taken = True
+                self.progress_at = time.perf_counter()
+            elif byte == STARTED and self.taken:
+                self.progress_at = time.perf_counter()
+                self.in_correctness = True
+            elif byte == TRIAL_DONE and self.taken:
+                self.progress_at = time.perf_counter()
+                self.trials_done += 1
             elif byte == QUIET:
                 self.quiet_asked = True
                 self.quiet_at = time.perf_counter()

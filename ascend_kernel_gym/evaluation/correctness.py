@@ -51,7 +51,7 @@ from ascend_kernel_gym.evaluation.snapshot import check_snapshot
 from ascend_kernel_gym.evaluation.state import ChildState
 from ascend_kernel_gym.evaluation.tensor_wire import WireError, encode_payload_parts, encode_tree
 from ascend_kernel_gym.evaluation.tensors import storage_nbytes, storage_ptr, storage_ptrs
-from ascend_kernel_gym.evaluation.wire import CONTINUE, PROBE
+from ascend_kernel_gym.evaluation.wire import CONTINUE, PROBE, STARTED, TRIAL_DONE
 
 
 @dataclass
@@ -259,6 +259,7 @@ def run_correctness(
             f"the reference child evaluated profile {plan.get('profile')!r}, this child {result.profile!r}",
         )
     result.warnings.extend(str(note)[:500] for note in list(plan.get("notes") or [])[:16])
+    progress = _Progress(state.link, job.backend)
     params = ParameterTrials(reference, candidate)
     first_call = True
     for index, trial in enumerate(plan["trials"]):
@@ -290,8 +291,49 @@ def run_correctness(
         if answer != CONTINUE:
             raise StageError(ErrorType.HARNESS_ERROR, "the judge did not answer a correctness trial")
         result.trials_passed = index + 1
+        progress.send(TRIAL_DONE)
+    progress.close()
     params.set_for(None)  # the later stages see the model as constructed
     result.correct = True
+
+
+class _Progress:
+    """Tells the zygote's progress watchdog that this child moves on: the correctness stage began,
+    a kernel finished compiling (device backends, through Triton's post-compile hook), a trial
+    passed. A candidate can only silence it (and be cut sooner) or repeat it (and be cut at the
+    evaluation's own time limit, as without the watchdog)."""
+
+    def __init__(self, link: Any, backend: str) -> None:
+        self.link = link
+        self.hooked = False
+        self.send(STARTED)
+        if link is not None and backend in ("cuda", "npu"):
+            try:
+                from triton import knobs
+
+                knobs.runtime.jit_post_compile_hook = self._compiled
+                self.hooked = True
+            except Exception:  # noqa: BLE001, S110 - an older Triton: compile time counts as trial time
+                pass
+
+    def _compiled(self, *args: Any, **kwargs: Any) -> None:
+        self.send(STARTED)
+
+    def send(self, byte: bytes) -> None:
+        if self.link is not None:
+            try:
+                self.link.send(byte)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        if self.hooked:
+            try:
+                from triton import knobs
+
+                knobs.runtime.jit_post_compile_hook = None
+            except Exception:  # noqa: BLE001, S110
+                pass
 
 
 class ParameterTrials:

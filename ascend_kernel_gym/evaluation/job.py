@@ -45,6 +45,9 @@ class Job:
     #: Test hook: run the timing stage on the interpreter with wall-clock timers and a small
     #: cache flush, to exercise that code without a device. Its numbers mean nothing.
     cpu_timing: bool = False
+    #: seconds without progress before the child is cut (None: the backend's floor plus a multiple
+    #: of the reference's time, ``wire.WATCHDOG_FLOOR_S``); the time limit stays the ceiling
+    stall_limit_s: float | None = None
 
     def first_result(self) -> EvalResult:
         """The result as an evaluation of this job starts: past the static stage, compiling."""

@@ -89,6 +89,8 @@ class Judge:
         self.trials: list[_Trial] = []
         self.probe: _Trial | None = None
         self.profile = ""
+        #: the reference's slowest call among the trials (the progress watchdog's measure of the work)
+        self.slowest_ref_s = 0.0
         #: what the reference child changed in the plan (a distribution the reference cannot take)
         self.notes: list[str] = []
         #: set when the reference child failed: the evaluation ends with it
@@ -141,6 +143,7 @@ class Judge:
         self.trials = [self._reference_trial(entry, tensors) for entry in trials]
         self.probe = self._reference_trial(header["probe"], tensors)
         self.profile = str(header.get("profile", ""))
+        self.slowest_ref_s = max([float(e.get("ref_s") or 0.0) for e in trials] + [0.0])
         self.notes = [str(note)[:500] for note in list(header.get("notes") or [])[:16]]
 
     @staticmethod

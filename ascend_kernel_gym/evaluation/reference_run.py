@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 import traceback
 from typing import Any, NoReturn
 
@@ -174,7 +175,9 @@ def _reference_trial(
     ref_inputs = clone_inputs(base)
     try:
         aliased: list[bool] = []
+        started = time.perf_counter()
         out = run_once(loaded.reference, ref_inputs, device, aliased)
+        call_s = time.perf_counter() - started
     except BaseException as exc:  # noqa: BLE001 - the task's own code
         kind = classify_exception(exc)
         text = f"{type(exc).__name__}: {str(exc)[:300]}"
@@ -192,6 +195,7 @@ def _reference_trial(
         "seed": seed,
         "distribution": distribution,
         "aliased": aliased,
+        "ref_s": round(call_s, 6),
         "magnitude": _magnitude(out),
         "output": encode_tree(out, tensors),
         "inputs_after": {str(i): encode_tree(ref_inputs[i], tensors) for i in changed},

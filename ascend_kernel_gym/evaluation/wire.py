@@ -41,11 +41,20 @@ PLAN = b"P"
 TRIAL = b"T"
 CONTINUE = b"C"
 PROBE = b"B"
+#: progress of the candidate's child (the zygote's progress watchdog, :data:`WATCHDOG_FLOOR_S`):
+#: STARTED once it enters the correctness stage or finished compiling a kernel, TRIAL_DONE after a trial
+STARTED = b"K"
+TRIAL_DONE = b"D"
 #: the longest a child waits for a quiet device before timing anyway
 QUIET_MAX_S = 10.0
 #: the longest a zygote waits for another zygote's timing on the same device (:mod:`.device_lease`),
 #: before a job starts and before its own timing; its children's stopped time is added to their limits
 LEASE_EXTRA_MAX_S = 45.0
+#: the longest a candidate's child may go without progress (compile done, a trial done) before its
+#: timing starts, per backend, plus WATCHDOG_REF_FACTOR x the reference's slowest call in the plan;
+#: the evaluation's own time limit stays the ceiling
+WATCHDOG_FLOOR_S = {"interpreter": 45.0, "cuda": 25.0, "npu": 25.0}
+WATCHDOG_REF_FACTOR = {"interpreter": 2000.0, "cuda": 500.0, "npu": 500.0}
 
 
 def frame(payload: bytes) -> bytes:

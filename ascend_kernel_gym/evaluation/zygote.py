@@ -44,6 +44,8 @@ from ascend_kernel_gym.evaluation.wire import (
     LEASE_EXTRA_MAX_S,
     PROBE,
     QUIET_MAX_S,
+    WATCHDOG_FLOOR_S,
+    WATCHDOG_REF_FACTOR,
     encode_message,
     read_message,
     write_all,
@@ -97,6 +99,9 @@ class Zygote:
         self.lease: DeviceLease | None = None
         if lease_enabled(self.backend, str(config.get("device_lease") or "")):
             self.lease = DeviceLease(device_key(self.backend), config.get("lease_dir"))
+        #: the progress watchdog's allowance for the current job (:data:`.wire.WATCHDOG_FLOOR_S`)
+        self.stall_floor = WATCHDOG_FLOOR_S.get(self.backend, 45.0)
+        self.stall_scaled = True
         #: spares stopped when the last job ended (they resume under the next job's lease)
         self.stopped_spares: list[int] = []
 
@@ -383,6 +388,9 @@ class Zygote:
             job.seed = int.from_bytes(os.urandom(8), "little")
         self._settle(min(deadline, time.perf_counter() + SETTLE_MAX_S))
         job.judge_in_zygote = self.judge_here
+        given = getattr(job, "stall_limit_s", None)
+        self.stall_floor = float(given) if given else WATCHDOG_FLOOR_S.get(self.backend, 45.0)
+        self.stall_scaled = not given
         judge = Judge(job.task.atol, job.task.rtol, job.num_trials) if self.judge_here else None
         reference = self._start_reference(job, deadline) if self.judge_here else None
         child = self._take_spare() or self._fork_child()
@@ -412,9 +420,9 @@ class Zygote:
             self._discard(child, reaped=run.status is not None)
         self._release_pipes(child)
         output_tail = ""
-        if reply is None or run.failure is not None:
+        if reply is None or run.failure is not None or run.reason == "timeout":
             output_tail = self._output_tail(child.sandbox, job.output_cap)
-        if reply is not None and run.failure is not None:
+        if reply is not None and (run.failure is not None or run.reason == "timeout"):
             reply["output_tail"] = output_tail
         shutil.rmtree(child.sandbox, ignore_errors=True)
         return {
@@ -488,6 +496,8 @@ class Zygote:
             and not run.reason
         ):
             failure = judge.reference_failure  # the candidate's child was ended because of it
+        if reply is None and run.reason == "timeout" and run.taken:
+            return self._timeout_result(run, job, judge)
         if failure is not None:
             base = run.partial if run.partial is not None else reply
             result = job.first_result() if base is None else EvalResult.from_dict(base)
@@ -551,17 +561,34 @@ class Zygote:
         last_poll = 0.0
         base_deadline = deadline
         timing = False  # the child was told GO: it is timing, nothing pauses it
+        paused_seen = 0.0
+        stall_limit = self.stall_floor
         while True:
             now = time.perf_counter()
             if keeper is not None:
                 if not timing and quiet_since is None and run.status is None:
                     keeper.turn(lambda: self._pausable(child, reference))
                 deadline = base_deadline + keeper.paused_s
+                if run.progress_at is not None:  # stopped time is no lack of progress either
+                    run.progress_at += keeper.paused_s - paused_seen
+                paused_seen = keeper.paused_s
                 if keeper.paused:
                     time.sleep(0.005)
                     continue
             if now > deadline and run.status is None:
                 run.reason = "timeout"
+                self._kill(pid)
+            elif (
+                run.status is None
+                and not run.reason
+                and not timing
+                and quiet_since is None
+                and run.progress_at is not None
+                and not (run.plan_asked and not plan_sent)  # waiting for the reference child is not its stall
+                and now - run.progress_at > stall_limit
+            ):
+                run.reason = "timeout"
+                run.stalled_s = stall_limit
                 self._kill(pid)
             spares = [spare for spare in self.spares if not spare.ready]
             watched = ([] if eof else [read_fd]) + [spare.result_fd for spare in spares]
@@ -601,6 +628,9 @@ class Zygote:
                 and judge.reference_failure is None
             ):
                 plan_sent = self._answer(child, encode_message(judge.plan()))
+                run.progress_at = time.perf_counter()
+                if self.stall_scaled:
+                    stall_limit += WATCHDOG_REF_FACTOR.get(self.backend, 0.0) * judge.slowest_ref_s
             if run.trials and judge is not None and self._judge_trials(run, judge):
                 self._retire(pid)
                 break
@@ -630,6 +660,38 @@ class Zygote:
                 if rss_bytes(pid) > rss_limit:
                     run.reason = "memory"
                     self._kill(pid)
+
+    def _timeout_result(self, run: ChildStream, job: Any, judge: Any) -> dict[str, Any]:
+        """The result of a child cut for time: the stage it was in and the trials it passed."""
+        from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage, bound_result
+
+        result = EvalResult.from_dict(run.partial) if run.partial is not None else job.first_result()
+        passed = judge.passed if judge is not None else run.trials_done
+        result.correct = False
+        result.trials_passed = min(passed, job.num_trials)
+        result.trials_total = job.num_trials
+        result.error_type = ErrorType.TIMEOUT
+        if run.go_at is not None or run.quiet_at is not None:
+            result.stage, result.compiled = Stage.PERFORMANCE, True
+            where = "in the timing stage (every correctness trial passed)"
+        elif passed >= job.num_trials:
+            result.stage, result.compiled = Stage.CORRECTNESS, True
+            where = "after the correctness trials"
+        elif run.in_correctness or passed:
+            result.stage = Stage.CORRECTNESS
+            result.compiled = result.compiled or passed > 0
+            where = f"in correctness trial {passed + 1} of {job.num_trials}"
+        else:
+            result.stage = Stage.COMPILE
+            where = "while importing and constructing ModelNew"
+        if run.stalled_s is not None:
+            result.error_message = (
+                f"no progress for {run.stalled_s:.0f} s {where} (an infinite loop, or a kernel far slower than the "
+                "reference: the limit is a floor plus a multiple of the reference's own time)"
+            )
+        else:
+            result.error_message = f"the evaluation did not finish within its time limit ({where})"
+        return bound_result(result).to_dict()
 
     def _may_time(self, keeper: LeaseKeeper | None, run: ChildStream, asked_s: float) -> bool:
         """Whether the child that asked for a quiet device may time now.

@@ -42,3 +42,36 @@ def test_task_inputs_only_job_says_so(evaluator, relu_task, relu_solution) -> No
     result = _run(evaluator, relu_task, relu_solution, num_trials=3, task_inputs_only=True)
     assert result.ok, result.error_message
     assert any("task's own input distribution" in w for w in result.warnings)
+
+
+LOOP_FROM_CALL = """
+        self.calls = getattr(self, "calls", 0) + 1
+        if self.calls >= {first}:
+            while True:
+                pass
+"""
+
+
+def test_a_stalled_trial_is_cut_by_the_watchdog_at_its_stage_with_progress_kept(
+    evaluator, relu_task, relu_solution
+) -> None:
+    """An endless loop on the 4th call (trial 3 of 4: trial 1 calls twice) is cut after the stall
+    limit, long before the time limit, as a timeout in the correctness stage with 2 trials kept."""
+    code = relu_solution.replace(
+        "        x = x.contiguous()\n", LOOP_FROM_CALL.format(first=4) + "        x = x.contiguous()\n"
+    )
+    result = _run(evaluator, relu_task, code, num_trials=4, stall_limit_s=3.0)
+    assert result.error_type == ErrorType.TIMEOUT and result.stage == Stage.CORRECTNESS
+    assert result.trials_passed == 2 and result.trials_total == 4 and result.compiled
+    assert "no progress for 3 s in correctness trial 3 of 4" in result.error_message
+
+
+def test_a_stall_in_the_first_call_is_a_correctness_timeout_with_nothing_passed(
+    evaluator, relu_task, relu_solution
+) -> None:
+    code = relu_solution.replace(
+        "        x = x.contiguous()\n", LOOP_FROM_CALL.format(first=1) + "        x = x.contiguous()\n"
+    )
+    result = _run(evaluator, relu_task, code, num_trials=2, stall_limit_s=3.0)
+    assert result.error_type == ErrorType.TIMEOUT and result.stage == Stage.CORRECTNESS
+    assert result.trials_passed == 0 and "trial 1 of 2" in result.error_message
