@@ -9,6 +9,7 @@ the caller (``akg tasks show --measure``).
 
 from __future__ import annotations
 
+import ast
 import json
 import pickle
 import subprocess
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ascend_kernel_gym.tasks.cases import ShapeCase
+from ascend_kernel_gym.tasks.constants import evaluate_steps
+from ascend_kernel_gym.tasks.profiles import Deriver
 from ascend_kernel_gym.tasks.task import Task
 
 
@@ -45,28 +48,36 @@ def _numel(value: Any, depth: int = 0) -> int:
     return 0
 
 
-def measure_elements(task: Task, profile: str | None = None, case: ShapeCase | None = None) -> Measured:
+def measure_elements(
+    task: Task, profile: str | None = None, case: ShapeCase | None = None, cpu_limit: int = 20_000_000
+) -> Measured:
     """Inputs (``get_inputs()``) and parameters, buffers and tensor init arguments of
-    ``Model(*get_init_inputs())``, counted on the ``meta`` device. Never raises."""
+    ``Model(*get_init_inputs())``, counted on the ``meta`` device. A file that does not run there
+    (``.item()`` on an input, a sampler that needs values) is counted with real CPU tensors when
+    the loader's estimate of its size is complete and at most ``cpu_limit``. Never raises."""
     import torch
     from torch.overrides import TorchFunctionMode
 
     from ascend_kernel_gym.tasks.runtime import instantiate
 
-    class _ToMeta(TorchFunctionMode):
+    class _Redirect(TorchFunctionMode):
+        def __init__(self, device: str) -> None:
+            super().__init__()
+            self.device = device
+
         def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
             kwargs = dict(kwargs or {})
             if getattr(func, "__name__", "") in ("cuda", "npu") and args and isinstance(args[0], torch.Tensor):
                 return args[0]
             if "device" in kwargs:
-                kwargs["device"] = "meta"
+                kwargs["device"] = self.device
             if func is torch.Tensor.to and len(args) > 1 and isinstance(args[1], (str, torch.device)):
                 args = (args[0], *args[2:])
             return func(*args, **kwargs)
 
-    try:
+    def count(device: str) -> Measured:
         tm = instantiate(task, profile, case)
-        with torch.device("meta"), _ToMeta():
+        with torch.device(device), _Redirect(device):
             init = tm.get_init_inputs()
             model = tm.Model(*init)
             inputs = tm.get_inputs()
@@ -74,8 +85,27 @@ def measure_elements(task: Task, profile: str | None = None, case: ShapeCase | N
         if isinstance(model, torch.nn.Module):
             parameters += sum(p.numel() for p in model.parameters()) + sum(b.numel() for b in model.buffers())
         return Measured(_numel(inputs), parameters)
+
+    try:
+        return count("meta")
     except Exception as exc:  # noqa: BLE001 - any failure of the task file is reported, not raised
+        error = f"{type(exc).__name__}: {str(exc)[:300]}"
+    estimate = _estimate(task, profile, case)
+    if estimate is None or estimate > cpu_limit:
+        return Measured(error=f"{error} (on the meta device; too large or unknown to count on the CPU)")
+    try:
+        return count("cpu")
+    except Exception as exc:  # noqa: BLE001
         return Measured(error=f"{type(exc).__name__}: {str(exc)[:300]}")
+
+
+def _estimate(task: Task, profile: str | None, case: ShapeCase | None) -> int | None:
+    """The loader's AST estimate of the elements at ``profile`` / ``case`` (``None``: unknown)."""
+    overrides = case.overrides if case is not None else task.profiles[profile or "full"]
+    deriver = Deriver(ast.parse(task.source))
+    constants = evaluate_steps(deriver.steps, overrides={k: v for k, v in overrides.items() if "@" not in k})
+    estimate = deriver.estimate(constants, deriver.literals_with(overrides, False, {}))
+    return estimate.total if estimate.complete else None
 
 
 def measure_in_subprocess(task: Task, profiles: list[str], timeout_s: float = 120.0) -> dict[str, Measured]:
