@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -235,12 +236,36 @@ def derive_small_profile(tree: ast.Module, budget: int | None = None, sizes: Siz
     return Deriver(tree, sizes).derive(small_budget(budget))
 
 
+def small_fallbacks(tree: ast.Module, budget: int | None = None) -> list[dict[str, Any]]:
+    """Larger ``small`` profiles to try, in order, when the reference rejects the derived one (a
+    kernel larger than a shrunk image, a size another one must divide): the derivation at 8x and
+    64x the budget, then step 1 alone. Distinct from each other and from the derived profile."""
+    limit = small_budget(budget)
+    deriver = Deriver(tree)
+    seen = [deriver.derive(limit).overrides]
+    out: list[dict[str, Any]] = []
+    for candidate in (
+        deriver.derive(limit * 8).overrides,
+        deriver.derive(limit * 64).overrides,
+        deriver.derive(sys.maxsize).overrides,
+    ):
+        if candidate not in seen:
+            seen.append(candidate)
+            out.append(candidate)
+    return out
+
+
+def estimate_profile(tree: ast.Module, overrides: dict[str, Any]) -> SizeEstimate:
+    """The AST estimate of a file's elements with a profile's constants and literal sizes set."""
+    deriver = Deriver(tree)
+    constants = evaluate_steps(deriver.steps, overrides={k: v for k, v in overrides.items() if "@" not in k})
+    return deriver.estimate(constants, deriver.literals_with(overrides, False, {}))
+
+
 def check_profile_size(tree: ast.Module, overrides: dict[str, Any], budget: int | None = None) -> str:
     """A note on a profile the file declares: its size, and whether it is within the budget."""
     limit = small_budget(budget)
-    deriver = Deriver(tree)
-    constants = evaluate_steps(deriver.steps, overrides=overrides)
-    estimate = deriver.estimate(constants, deriver.literals_with(overrides, False, {}))
+    estimate = estimate_profile(tree, overrides)
     state = "within" if estimate.total <= limit else "above"
     partial = f" (not counted: {'; '.join(estimate.unknown[:2])})" if estimate.unknown else ""
     return f"declared by the file: {estimate.total:,} elements, {state} the budget of {limit:,}{partial}"

@@ -36,12 +36,13 @@ from typing import Any
 
 from ascend_kernel_gym.tasks.cases import ShapeCase, shape_cases
 from ascend_kernel_gym.tasks.constants import complete_profile, module_constants, single_target
-from ascend_kernel_gym.tasks.groups import groups_note, read_files, referenced_files
+from ascend_kernel_gym.tasks.groups import groups_note, input_groups, main_group, read_files, referenced_files
 from ascend_kernel_gym.tasks.profiles import AUTO_SMALL_TAG as AUTO_SMALL_TAG
 from ascend_kernel_gym.tasks.profiles import (
     DEFAULT_SMALL_BUDGET,
     check_profile_size,
     derive_small_profile,
+    estimate_profile,
     small_budget,
 )
 from ascend_kernel_gym.tasks.profiles import auto_small_profile as auto_small_profile
@@ -143,6 +144,9 @@ class Task:
         cases: shape cases the file declares (``TASK["cases"]``): each a dict with ``name`` and
             the module constants it sets.
         profile_notes: profile name -> how its sizes were obtained and whether they fit the budget.
+        profile_elements: profile name -> the loader's estimate of its elements (inputs and
+            parameters; for a ``get_input_groups()`` file the main group's inputs), ``None`` when
+            the source does not tell (:mod:`.measure` counts exactly).
         size_budget: the element budget (inputs and parameters) of the ``small`` profile.
     """
 
@@ -164,6 +168,7 @@ class Task:
     files: tuple[tuple[str, str], ...] = ()
     cases: tuple[dict[str, Any], ...] = ()
     profile_notes: dict[str, str] = field(default_factory=dict)
+    profile_elements: dict[str, int | None] = field(default_factory=dict)
     size_budget: int = DEFAULT_SMALL_BUDGET
 
     def __hash__(self) -> int:
@@ -202,6 +207,11 @@ class Task:
     def profile_note(self, profile: str) -> str:
         """How the profile's sizes were obtained and whether they fit the budget (empty if unknown)."""
         return self.profile_notes.get(profile, "")
+
+    def within_budget(self, profile: str = "small") -> bool | None:
+        """Whether the profile's estimated elements fit :attr:`size_budget` (``None``: unknown)."""
+        elements = self.profile_elements.get(profile)
+        return None if elements is None else elements <= self.size_budget
 
     @functools.cached_property
     def uses_input_groups(self) -> bool:
@@ -454,6 +464,15 @@ def load_task_source(
         profiles["small"] = derived.overrides
         tags = (*tags, AUTO_SMALL_TAG)
         notes["small"] = derived.note
+    elements: dict[str, int | None] = {}
+    for profile_name, overrides in profiles.items():
+        if grouped:
+            groups = input_groups(files)
+            index = main_group(groups, budget if profile_name == "small" else None)[0]
+            elements[profile_name] = groups[index].elements if groups else None
+        else:
+            estimate = estimate_profile(tree, overrides)
+            elements[profile_name] = estimate.total if estimate.complete else None
 
     name = str(meta.get("name") or (p.stem if p is not None else "task"))
     level = meta.get("level", _infer_level(p))
@@ -492,6 +511,7 @@ def load_task_source(
         files=files,
         cases=cases,
         profile_notes=notes,
+        profile_elements=elements,
         size_budget=budget,
     )
 

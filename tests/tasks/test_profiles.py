@@ -204,3 +204,34 @@ def test_estimates_follow_helper_classes_loops_and_comprehensions() -> None:
     linear = (4 * 8 + 8) + (8 * 16 + 16)
     blocks = sum((d * d + d) for d in (10, 11, 12))
     assert estimate.complete and (estimate.inputs, estimate.parameters) == (8, linear + blocks)
+
+
+def test_profile_elements_and_within_budget_for_the_evaluator() -> None:
+    body = (
+        "batch_size = 4096\ndim = 4096\n\n\n"
+        "def get_inputs():\n    return [torch.randn(batch_size, dim)]\n\n\ndef get_init_inputs():\n    return []\n"
+    )
+    task = task_of(body)
+    assert task.profile_elements == {"full": 4096 * 4096, "small": small_elements(task)}
+    assert task.within_budget("small") is True and task.within_budget("full") is False
+    unknown = task_of(
+        'SPEC = "4x8"\n\n\ndef get_inputs():\n    return [torch.randn(tuple(int(p) for p in SPEC.split("x")))]\n\n\n'
+        "def get_init_inputs():\n    return []\n"
+    )
+    assert unknown.profile_elements["small"] is None and unknown.within_budget() is None
+
+
+def test_larger_fallback_profiles_for_a_reference_that_rejects_the_derived_sizes() -> None:
+    import ast
+
+    from ascend_kernel_gym.tasks.profiles import small_fallbacks
+
+    task = task_of(
+        "batch_size = 16\nchannels = 64\nsize = 64\n\n\n"
+        "def get_inputs():\n    return [torch.randn(batch_size, channels, size, size, size)]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    fallbacks = small_fallbacks(ast.parse(task.source))
+    assert fallbacks and task.profiles["small"] not in fallbacks
+    sizes = [max(v for v in f.values()) if f else 64 for f in fallbacks]
+    assert sizes == sorted(sizes) and max(task.profiles["small"].values()) < sizes[0]
