@@ -6,8 +6,9 @@ PIP := $(PY) -m pip
 AKG := $(VENV)/bin/akg
 # The CPU build of torch that this project pins for CPU-only machines (an unpinned torch pulls a CUDA build).
 TORCH_CPU ?= torch==2.13.0
-# What `make test` adds to the package: test tools and the training / RL-library integrations it tests.
-TEST_EXTRAS ?= dev,sb3,train,trl,openenv,verifiers
+# What `make test` adds to the package: test tools, the training / RL-library integrations it tests, and Ray
+# (the Ray executor's tests start a local Ray instance).
+TEST_EXTRAS ?= dev,sb3,train,trl,openenv,verifiers,ray
 # Where the demo writes its runs, submissions and leaderboard page.
 DEMO_DIR ?= runs/demo
 BASE_STAMP := $(VENV)/.akg-base

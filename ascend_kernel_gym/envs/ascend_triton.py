@@ -26,7 +26,13 @@ from ascend_kernel_gym.envs.rewards import (
 )
 from ascend_kernel_gym.envs.templates import DEVICE_LABELS, TORCH_DEVICES, PromptTemplates, fill, load_templates
 from ascend_kernel_gym.envs.text import CHARSET, MIN_OBS_CHARS, render_context
-from ascend_kernel_gym.evaluation.remote import EvaluatorClient, SharedEvaluatorRef, evaluator_id_of
+from ascend_kernel_gym.evaluation.remote import (
+    EvaluatorClient,
+    SharedEvaluatorRef,
+    configured_address,
+    evaluator_at,
+    evaluator_id_of,
+)
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalRequest, EvalResult, Stage
 from ascend_kernel_gym.tasks.task import Task
 
@@ -123,10 +129,13 @@ class AscendTritonEnv(gym.Env[str, str]):
     * ``reward_mode`` (``"improvement"`` | ``"score"`` | ``"terminal"``).
     * ``target_speedup`` (float | None): end the episode early once reached.
     * ``evaluator``: an evaluator (``evaluate(EvalRequest) -> EvalResult``), an
-      :class:`~ascend_kernel_gym.evaluation.EvaluatorClient`, or a ``"host:port"`` address of an
-      :class:`~ascend_kernel_gym.evaluation.EvaluatorServer`. Default: the process-wide
+      :class:`~ascend_kernel_gym.evaluation.EvaluatorClient`, a ``"host:port"`` address of an
+      :class:`~ascend_kernel_gym.evaluation.EvaluatorServer`, or a Ray cluster: ``"ray://auto"``,
+      ``"ray://HOST:PORT"`` (the process-wide Ray evaluator, with ``evaluator_options``). Default:
+      the address in the ``AKG_EVALUATOR`` environment variable if set, else the process-wide
       ``get_shared_evaluator(backend, **evaluator_options)``, created at the first evaluation.
-    * ``evaluator_options`` (dict | None): options for the default shared evaluator.
+    * ``evaluator_options`` (dict | None): options for the default shared evaluator, e.g.
+      ``{"executor": "ray", "address": "auto"}`` for one actor per device of a Ray cluster.
     * ``profile`` (str | None): shape profile; default ``small`` on the interpreter, else ``full``.
     * ``num_trials`` (int | None, None): correctness trials per evaluation; None uses the evaluator's default.
     * ``prompt_dir`` (path | None): directory of prompt templates overriding the bundled ones.
@@ -197,8 +206,11 @@ class AscendTritonEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.evaluator_options = dict(evaluator_options or {})
 
-        self._evaluator = _coerce_evaluator(evaluator)
-        self._owns_client = isinstance(evaluator, str)
+        self._evaluator = _coerce_evaluator(evaluator, backend, self.evaluator_options)
+        # a client this env opened itself (from an address) is closed with it
+        self._owns_client = isinstance(self._evaluator, EvaluatorClient) and (
+            evaluator is None or isinstance(evaluator, str)
+        )
         self.backend = self._pick_backend(backend)
         self.device = TORCH_DEVICES[self.backend]
         self.templates: PromptTemplates = load_templates(self.backend, prompt_dir)
@@ -581,17 +593,27 @@ def _coerce_action(action: Any) -> str:
         return ""
 
 
-def _coerce_evaluator(evaluator: Any) -> Any:
+def _coerce_evaluator(evaluator: Any, backend: str, options: Mapping[str, Any]) -> Any:
+    """The evaluator object for the env's ``evaluator`` argument; None: the default pool, made on first use.
+
+    A Ray evaluator (an address ``ray://...``, ``AKG_EVALUATOR``, or ``executor="ray"`` in the
+    options) is made here, since the backend is the cluster's to say.
+    """
     if evaluator is None:
-        return None
+        if options.get("executor", "local") != "local":
+            from ascend_kernel_gym.evaluation import get_shared_evaluator
+
+            return get_shared_evaluator(backend, **options)
+        address = configured_address()
+        return None if address is None else evaluator_at(address, backend, **options)
     if isinstance(evaluator, SharedEvaluatorRef):
         evaluator = evaluator.target
     if isinstance(evaluator, str):
-        return EvaluatorClient(evaluator)
+        return evaluator_at(evaluator, backend, **options)
     if not callable(getattr(evaluator, "evaluate", None)):
         raise TypeError(
-            "evaluator must be None, an object with evaluate(EvalRequest) -> EvalResult, an EvaluatorClient "
-            f"or a 'host:port' address; got {type(evaluator).__name__}"
+            "evaluator must be None, an object with evaluate(EvalRequest) -> EvalResult, an EvaluatorClient, "
+            f"a 'host:port' address or a 'ray://...' address; got {type(evaluator).__name__}"
         )
     return evaluator
 

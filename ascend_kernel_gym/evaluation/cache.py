@@ -6,7 +6,10 @@ Ascend options, the package version and a fingerprint of the evaluation harness'
 (so a result measured by an older protocol is never served after the harness changed, even
 under the same version string). Results are kept in memory (LRU) and, when a directory
 is given, as one JSON file per key. ``harness_error`` and ``timeout`` results are not cached:
-they depend on the machine's state more than on the code.
+they depend on the machine's state more than on the code; nor are results of a second run
+(marked ``retried:``: a neighbour's out-of-memory, a lost Ray actor), which the machine's state
+forced. With ``Evaluator(executor="ray")`` one cache serves the whole cluster: a
+:class:`~.ray_executor.RayResultCache` actor that holds a :class:`ResultCache`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ascend_kernel_gym.evaluation.concurrency import was_retried
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult
 
 UNCACHED_ERRORS = frozenset({ErrorType.HARNESS_ERROR, ErrorType.TIMEOUT})
@@ -96,7 +100,7 @@ class ResultCache:
         return result
 
     def put(self, key: str, result: EvalResult) -> None:
-        if result.error_type in UNCACHED_ERRORS:
+        if result.error_type in UNCACHED_ERRORS or was_retried(result):
             return
         stored = EvalResult.from_dict(result.to_dict())
         stored.cache_hit = False

@@ -52,6 +52,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="lower the launched kernels through triton-ascend (needs `akg ascend setup`): off, warn (default) or "
         "enforce (a kernel that does not lower or overflows UB fails the check)",
     )
+    parser.add_argument(
+        "--evaluator",
+        default=None,
+        metavar="ADDRESS",
+        help="evaluate there instead of in a local pool: ray://auto, ray://HOST:PORT (a Ray cluster) or HOST:PORT "
+        "(an EvaluatorServer); default: the AKG_EVALUATOR environment variable, else a local pool",
+    )
     parser.add_argument("--json", action="store_true", help="print the EvalResult as JSON")
     parser.add_argument(
         "--exit-zero", action="store_true", help="exit 0 whatever the verdict (default: 1 when not correct)"
@@ -83,6 +90,7 @@ def candidate_path(file: str) -> Path:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from ascend_kernel_gym.evaluation.evaluator import Evaluator
+    from ascend_kernel_gym.evaluation.remote import configured_address, evaluator_at
     from ascend_kernel_gym.evaluation.result import EvalRequest
     from ascend_kernel_gym.tasks.suite import get_task
 
@@ -100,24 +108,29 @@ def _cmd_check(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         seed=args.seed,
     )
-    with Evaluator(
-        backend=args.backend,
-        workers=1,
-        cache=False,
-        start=False,
-        ascend_checks=args.ascend_checks,
-        ascend_profile=args.ascend_profile,
-        ascend_lower=args.ascend_lower,
-    ) as evaluator:
+    options = {
+        "cache": False, "ascend_checks": args.ascend_checks, "ascend_profile": args.ascend_profile,
+        "ascend_lower": args.ascend_lower,
+    }  # fmt: skip
+    address = args.evaluator or configured_address()
+    if address is not None:
+        evaluator = evaluator_at(address, args.backend, **options)  # a Ray cluster's or an EvaluatorServer's
+    else:
+        evaluator = Evaluator(backend=args.backend, workers=1, start=False, **options)
+    try:
         if not args.json:
             from rich.console import Console
             from rich.markup import escape
 
-            status = f"checking {escape(path.name)} against {escape(task.id)} on {evaluator.backend} ..."
+            where = getattr(evaluator, "backend", args.backend)
+            status = f"checking {escape(path.name)} against {escape(task.id)} on {where} ..."
             with Console(stderr=True).status(status):
                 result = evaluator.evaluate(request)
         else:
             result = evaluator.evaluate(request)
+    finally:
+        if address is None:
+            evaluator.close()
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, sort_keys=True))
     else:

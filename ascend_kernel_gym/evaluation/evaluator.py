@@ -6,32 +6,42 @@ Imports neither torch nor triton (candidate code never runs in this process).
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import os
-import queue
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ascend_kernel_gym.evaluation.cache import ResultCache, cache_key, harness_fingerprint
+from ascend_kernel_gym.evaluation.concurrency import (
+    DeviceGate,
+    default_workers_per_device,
+    device_id,
+    device_memory,
+    mark_retried,
+    neighbour_oom,
+    visible_devices,
+    was_retried,
+)
 from ascend_kernel_gym.evaluation.errors import REFERENCE_BROKE_DEVICE
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.lower_stage import run_lower_stage
-from ascend_kernel_gym.evaluation.pool import ZygoteError, ZygoteHandle
+from ascend_kernel_gym.evaluation.pool import ZygoteError, ZygoteHandle, result_from_reply
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalRequest, EvalResult, Stage
 from ascend_kernel_gym.evaluation.static_runner import check_source_bounded as check_source  # time-limited
 from ascend_kernel_gym.tasks.task import Task
 
 ASCEND_CHECK_MODES = ("off", "warn", "enforce")
+EXECUTORS = ("local", "ray")
 DEFAULT_TIMEOUT_S = {"interpreter": 300.0, "cuda": 180.0, "npu": 300.0}
 DEFAULT_MEMORY_MB = {"interpreter": 4096, "cuda": 16384, "npu": 16384}
 #: set to ``0`` (or ``false``, ``off``, ``no``) to run evaluators without the OS sandbox by default
 OS_SANDBOX_ENV = "AKG_OS_SANDBOX"
 #: how the result warning about OS sandbox layers this machine lacks starts
 SANDBOX_WARNING_PREFIX = "os_sandbox:"
-_SIGNAL_NAMES = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
 
 
 def os_sandbox_default() -> bool:
@@ -52,9 +62,10 @@ class Evaluator:
     type, an unknown profile) raises ``ValueError`` / ``TypeError`` at once.
 
     Args:
-        backend: ``auto``, ``interpreter``, ``cuda`` or ``npu``.
-        workers: parallel evaluations (zygotes). Default: CPU cores on the interpreter, one per
-            visible device otherwise.
+        backend: ``auto``, ``interpreter``, ``cuda`` or ``npu``. With ``executor="ray"``, ``auto``
+            is what the cluster has (NPUs, else GPUs, else the interpreter on CPUs).
+        workers: parallel evaluations (zygotes) in all; spread over the visible devices. Default:
+            ``workers_per_device`` times the devices. Not with ``executor="ray"``.
         timeout_s: wall-clock limit of one evaluation child (default 300 s on the interpreter,
             180 s on cuda, 300 s on npu); a request's ``timeout_s`` overrides it.
         memory_mb: host memory a child may use beyond its warm start (address-space limit on the
@@ -86,6 +97,19 @@ class Evaluator:
             reported (a warning once, and a ``os_sandbox: ...`` result warning) and the others
             stay on. Default: on, unless the environment variable ``AKG_OS_SANDBOX`` is ``0``
             (for debugging only: without it a candidate can read and write what this user can).
+        workers_per_device: workers sharing one device (they compile and check at the same time;
+            timing holds the device alone). Default: :func:`.concurrency.default_workers_per_device`
+            (host cores on the interpreter; on devices from the cores and the device memory, at
+            most 8). Several workers on a device are held back while its memory is short, and an
+            evaluation that ran out of memory next to a neighbour is run once more alone on the
+            device, its result marked ``retried:``.
+        executor: ``local`` (default: a pool of this machine's devices) or ``ray`` (one actor per
+            device of a Ray cluster, each running a local pool; extra ``ray``; see
+            :mod:`.ray_executor`). Same API and results either way.
+        address: ``ray`` only: the cluster (``ray://auto``, ``ray://HOST:PORT``, ``auto``, ``HOST:6379``;
+            default: ``RAY_ADDRESS`` or a new local instance).
+        actors: ``ray`` only: pool actors (default: one per device of the cluster).
+        ray_options: ``ray`` only: extra Ray options for the pool actors (e.g. a custom resource).
     """
 
     def __init__(
@@ -107,9 +131,25 @@ class Evaluator:
         tmp_root: str | None = None,
         prefork: bool = True,
         os_sandbox: bool | None = None,
+        *,
+        workers_per_device: int | None = None,
+        executor: str = "local",
+        address: str | None = None,
+        actors: int | None = None,
+        ray_options: Mapping[str, Any] | None = None,
     ) -> None:
         from ascend_kernel_gym.backends.detect import resolve_backend
 
+        if executor not in EXECUTORS:
+            raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
+        if executor == "local" and (address is not None or actors is not None or ray_options is not None):
+            raise ValueError("address, actors and ray_options are for executor='ray'")
+        if executor == "ray" and workers is not None:
+            raise ValueError("executor='ray' takes workers_per_device (per actor) and actors, not workers")
+        if workers_per_device is not None and (not isinstance(workers_per_device, int) or workers_per_device < 1):
+            raise ValueError(f"workers_per_device must be a positive int or None, got {workers_per_device!r}")
+        if workers is not None and workers_per_device is not None:
+            raise ValueError("give workers (in all) or workers_per_device, not both")
         if ascend_checks not in ASCEND_CHECK_MODES:
             raise ValueError(f"ascend_checks must be one of {ASCEND_CHECK_MODES}, got {ascend_checks!r}")
         if ascend_lower not in ASCEND_CHECK_MODES:
@@ -122,10 +162,7 @@ class Evaluator:
             raise ValueError(f"num_trials must be >= 1, got {num_trials!r}")
         if profile_reps < 1 or profile_warmup < 0:
             raise ValueError("profile_reps must be >= 1 and profile_warmup >= 0")
-        self.backend = resolve_backend(backend)
-        self.workers = workers or self._default_workers()
-        self.timeout_s = float(timeout_s or DEFAULT_TIMEOUT_S[self.backend])
-        self.memory_mb = int(memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB[self.backend])
+        self.executor = executor
         self.num_trials = int(num_trials)
         self.ascend_checks = ascend_checks
         self.ascend_profile = ascend_profile
@@ -134,49 +171,104 @@ class Evaluator:
         self.profile_warmup = int(profile_warmup)
         self.output_cap = int(output_cap)
         self.os_sandbox = os_sandbox_default() if os_sandbox is None else bool(os_sandbox)
-        self.cache = ResultCache(directory=cache_dir) if (cache or cache_dir is not None) else None
-        cores = os.cpu_count() or 1
-        threads = (
-            max(1, cores // self.workers) if self.backend == "interpreter" else max(1, min(4, cores // self.workers))
-        )
-        devices = self._device_count()
-        self._handles = [
-            ZygoteHandle(
-                self.backend,
-                device_index=(i % devices) if self.backend != "interpreter" else None,
-                threads=threads,
-                tmp_root=tmp_root,
-                prefork=prefork,
-                os_sandbox=self.os_sandbox,
-            )
-            for i in range(self.workers)
-        ]
-        self._idle: queue.Queue[ZygoteHandle] = queue.Queue()
-        for handle in self._handles:
-            self._idle.put(handle)
         self._closed = False
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
-        self.stats = {"evaluations": 0, "cache_hits": 0, "static_rejects": 0, "worker_restarts": 0}
+        self.stats = {
+            "evaluations": 0, "cache_hits": 0, "static_rejects": 0, "worker_restarts": 0, "retries": 0,
+        }  # fmt: skip
         #: (task id, profile) whose reference broke the device on varied inputs: task inputs only
         self._task_inputs_only: set[tuple[str, str]] = set()
+        self._handles: list[ZygoteHandle] = []
+        self._gates: dict[int, DeviceGate] = {}
+        self._ray: Any = None
+        if executor == "ray":
+            self._start_ray(
+                dict(backend=backend, timeout_s=timeout_s, memory_mb=memory_mb, num_trials=num_trials,
+                     ascend_checks=ascend_checks, ascend_profile=ascend_profile, ascend_lower=ascend_lower,
+                     profile_reps=profile_reps, profile_warmup=profile_warmup, output_cap=output_cap,
+                     tmp_root=tmp_root, prefork=prefork, os_sandbox=self.os_sandbox, start=start,
+                     workers_per_device=workers_per_device),
+                address, actors, ray_options, cache, cache_dir,
+            )  # fmt: skip
+            return
+        self.backend = resolve_backend(backend)
+        self.timeout_s = float(timeout_s or DEFAULT_TIMEOUT_S[self.backend])
+        self.memory_mb = int(memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB[self.backend])
+        self.cache = ResultCache(directory=cache_dir) if (cache or cache_dir is not None) else None
+        cores = os.cpu_count() or 1
+        devices = self._device_count()
+        if workers is None:
+            self.workers_per_device = workers_per_device or self._default_workers_per_device(cores, devices)
+            workers = self.workers_per_device * devices
+        else:
+            self.workers_per_device = max(1, -(-workers // devices))
+        self._workers = workers
+        threads = (
+            max(1, cores // self.workers) if self.backend == "interpreter" else max(1, min(4, cores // self.workers))
+        )
+        for i in range(self.workers):
+            device = (i % devices) if self.backend != "interpreter" else None
+            self._handles.append(
+                ZygoteHandle(
+                    self.backend,
+                    device_index=device,
+                    threads=threads,
+                    tmp_root=tmp_root,
+                    prefork=prefork,
+                    os_sandbox=self.os_sandbox,
+                )
+            )
+            key = device or 0
+            if key not in self._gates:
+                memory = functools.partial(device_memory, self.backend, device_id(self.backend, key))
+                self._gates[key] = DeviceGate(memory if self.backend != "interpreter" else None)
+        self._idle = list(self._handles)
+        self._idle_ready = threading.Condition()
         if start:
             for handle in self._handles:
                 threading.Thread(target=self._start_quietly, args=(handle,), daemon=True).start()
 
+    def _start_ray(
+        self,
+        pool_options: dict[str, Any],
+        address: str | None,
+        actors: int | None,
+        ray_options: Mapping[str, Any] | None,
+        cache: bool,
+        cache_dir: str | os.PathLike[str] | None,
+    ) -> None:
+        from ascend_kernel_gym.evaluation.ray_executor import RayExecutor, RayResultCache
+
+        key = {k: v for k, v in pool_options.items() if k not in ("backend", "start", "tmp_root")}
+        self._ray = RayExecutor(
+            functools.partial(Evaluator, **{k: v for k, v in pool_options.items() if k != "backend"}, cache=False),
+            key,
+            backend=pool_options["backend"],
+            address=address,
+            actors=actors,
+            workers_per_device=pool_options["workers_per_device"],
+            ray_options=ray_options,
+        )
+        self.backend = self._ray.backend
+        self.timeout_s = float(pool_options["timeout_s"] or DEFAULT_TIMEOUT_S[self.backend])
+        self.memory_mb = int(pool_options["memory_mb"] or DEFAULT_MEMORY_MB[self.backend])
+        self.workers_per_device = pool_options["workers_per_device"] or 0
+        self.cache = (
+            RayResultCache(None if cache_dir is None else str(cache_dir)) if (cache or cache_dir is not None) else None
+        )
+
     # --- configuration --------------------------------------------------------------------------
-    def _default_workers(self) -> int:
-        if self.backend == "interpreter":
-            return max(1, os.cpu_count() or 1)
-        return max(1, self._device_count())
+    def _default_workers_per_device(self, cores: int, devices: int) -> int:
+        reading = device_memory(self.backend, device_id(self.backend, 0)) if self.backend != "interpreter" else None
+        return default_workers_per_device(self.backend, cores, devices, reading[1] if reading else None)
 
     def _device_count(self) -> int:
         if self.backend == "interpreter":
             return 1
-        key = "CUDA_VISIBLE_DEVICES" if self.backend == "cuda" else "ASCEND_RT_VISIBLE_DEVICES"
-        visible = os.environ.get(key)
+        visible = visible_devices(self.backend)
         if visible:
-            return max(1, len([v for v in visible.split(",") if v.strip()]))
+            return len(visible)
         from ascend_kernel_gym.backends.detect import device_info
 
         try:
@@ -215,6 +307,26 @@ class Evaluator:
                     self.stats["cache_hits"] += 1
                 return cached
         result = EvalResult(task_id=task.id, backend=self.backend, profile=profile, code_hash=code_hash)
+        if self._ray is not None:
+            result = self._ray.evaluate(request, float(request.timeout_s or self.timeout_s), result)
+            with self._lock:
+                self.stats["retries"] += was_retried(result)
+                self.stats["actor_replacements"] = self._ray.stats["actor_replacements"]
+        else:
+            result = self._evaluate_here(request, code, code_hash, profile, num_trials, result)
+            result.stage_durations["total"] = round(time.perf_counter() - started, 4)
+        with self._lock:
+            self.stats["evaluations"] += 1
+        if self.cache is not None:
+            self.cache.put(key, result)
+        return result
+
+    def _evaluate_here(
+        self, request: EvalRequest, code: str, code_hash: str, profile: str, num_trials: int, result: EvalResult
+    ) -> EvalResult:
+        """Static check here, the rest in a worker of this process's pool."""
+        started = time.perf_counter()
+        task = request.task
         report = check_source(code)
         result.stage_durations["static"] = round(time.perf_counter() - started, 4)
         result.format_ok = report.error_type != ErrorType.NO_CODE
@@ -228,49 +340,43 @@ class Evaluator:
                 result.hack_reasons = [f"{result.error_type.value}: {v.render()}" for v in report.violations][:8]
             with self._lock:
                 self.stats["static_rejects"] += 1
-        else:
-            result.static_ok = True
-            job = Job(
-                task=task,
-                code=code,
-                code_hash=code_hash,
-                backend=self.backend,
-                profile=profile,
-                num_trials=num_trials,
-                measure_performance=bool(request.measure_performance),
-                seed=request.seed,
-                memory_mb=self.memory_mb,
-                output_cap=self.output_cap,
-                ascend_checks=self.ascend_checks,
-                ascend_profile=self.ascend_profile,
-                profile_reps=self.profile_reps,
-                profile_warmup=self.profile_warmup,
-                static_warnings=list(report.warnings),
-                kernels=sorted(set(report.kernels)),
-                paths=sorted(report.paths),
-                escaping=sorted(report.escaping),
-            )
-            timeout = float(request.timeout_s or self.timeout_s)
-            job.task_inputs_only = (task.id, profile) in self._task_inputs_only
-            before = EvalResult.from_dict(result.to_dict())
-            result = self._run_job(job, timeout, result)
-            if _reference_broke_device(result) and not job.task_inputs_only:
-                # The reference cannot take the varied inputs on this device, and the child's
-                # device is lost: run again (and from now on) with the task's own inputs only.
-                with self._lock:
-                    self._task_inputs_only.add((task.id, profile))
-                job.task_inputs_only = True
-                result = self._run_job(job, timeout, before)
-            result = run_lower_stage(result, job, self.ascend_lower, self.os_sandbox)
-        result.stage_durations["total"] = round(time.perf_counter() - started, 4)
-        with self._lock:
-            self.stats["evaluations"] += 1
-        if self.cache is not None:
-            self.cache.put(key, result)
-        return result
+            return result
+        result.static_ok = True
+        job = Job(
+            task=task,
+            code=code,
+            code_hash=code_hash,
+            backend=self.backend,
+            profile=profile,
+            num_trials=num_trials,
+            measure_performance=bool(request.measure_performance),
+            seed=request.seed,
+            memory_mb=self.memory_mb,
+            output_cap=self.output_cap,
+            ascend_checks=self.ascend_checks,
+            ascend_profile=self.ascend_profile,
+            profile_reps=self.profile_reps,
+            profile_warmup=self.profile_warmup,
+            static_warnings=list(report.warnings),
+            kernels=sorted(set(report.kernels)),
+            paths=sorted(report.paths),
+            escaping=sorted(report.escaping),
+        )
+        timeout = float(request.timeout_s or self.timeout_s)
+        job.task_inputs_only = (task.id, profile) in self._task_inputs_only
+        before = EvalResult.from_dict(result.to_dict())
+        result = self._run_job(job, timeout, result)
+        if _reference_broke_device(result) and not job.task_inputs_only:
+            # The reference cannot take the varied inputs on this device, and the child's
+            # device is lost: run again (and from now on) with the task's own inputs only.
+            with self._lock:
+                self._task_inputs_only.add((task.id, profile))
+            job.task_inputs_only = True
+            result = self._run_job(job, timeout, before)
+        return run_lower_stage(result, job, self.ascend_lower, self.os_sandbox)
 
     def evaluate_many(self, requests: Iterable[EvalRequest], progress: bool = False) -> list[EvalResult]:
-        """Evaluate several candidates in parallel over the workers; results in request order."""
+        """Evaluate several candidates in parallel over the workers; exactly one result per request, in order."""
         items = list(requests)
         for request in items:
             self._validate(request)
@@ -278,7 +384,8 @@ class Evaluator:
             return []
         with self._lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="akg-eval")
+                threads = self._ray.max_parallel if self._ray is not None else self.workers
+                self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="akg-eval")
             executor = self._executor
         futures = [executor.submit(self.evaluate, request) for request in items]
         if progress:
@@ -290,8 +397,30 @@ class Evaluator:
                 pass
         return [future.result() for future in futures]
 
+    @property
+    def workers(self) -> int:
+        """Evaluations that run at once: the pool's workers (with Ray: the started actors' workers together)."""
+        return self._ray.capacity if self._ray is not None else self._workers
+
+    @property
+    def device_name(self) -> str:
+        """The name of the device evaluations run on (with Ray: as the first started actor reports it)."""
+        if self._ray is not None:
+            return self._ray.device_name()
+        from ascend_kernel_gym.backends.detect import device_info
+
+        return device_info(self.backend).name
+
+    @property
+    def evaluator_id(self) -> str:
+        """Equal for two evaluators that share one pool: the Ray pool's name; empty for a local pool."""
+        return f"ray:{self._ray.name}" if self._ray is not None else ""
+
     def warm_up(self, timeout_s: float = 600.0) -> None:
-        """Block until every worker is started (useful before timing anything)."""
+        """Block until every worker (with Ray: every actor and its workers) is started."""
+        if self._ray is not None:
+            self._ray.warm_up(timeout_s)
+            return
         deadline = time.monotonic() + timeout_s
         for handle in self._handles:
             left = max(1.0, deadline - time.monotonic())
@@ -304,12 +433,14 @@ class Evaluator:
                 handle.lock.release()
 
     def close(self) -> None:
-        """Stop the workers. Further evaluate() calls raise."""
+        """Stop the workers (with Ray: the actors this process made). Further evaluate() calls raise."""
         if self._closed:
             return
         self._closed = True
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
+        if self._ray is not None:
+            self._ray.close()
         for handle in self._handles:
             with handle.lock:
                 handle.close()
@@ -365,89 +496,62 @@ class Evaluator:
             }
         )
 
+    def _take_worker(self) -> ZygoteHandle:
+        """An idle worker on the device with the fewest evaluations (waits for one)."""
+        with self._idle_ready:
+            while not self._idle:
+                self._idle_ready.wait()
+            handle = min(self._idle, key=lambda h: self._gates[h.device_index or 0].load)
+            self._idle.remove(handle)
+            return handle
+
+    def _give_back(self, handle: ZygoteHandle) -> None:
+        with self._idle_ready:
+            self._idle.append(handle)
+            self._idle_ready.notify()
+
     def _run_job(self, job: Job, timeout: float, result: EvalResult) -> EvalResult:
-        handle = self._idle.get()
+        handle = self._take_worker()
+        gate = self._gates[handle.device_index or 0]
         try:
-            with handle.lock:
-                starts = handle.starts
-                for attempt in range(2):
-                    try:
-                        reply = handle.run(job, timeout, self.memory_mb)
-                        break
-                    except ZygoteError as exc:
-                        if attempt == 1:
-                            result.stage = Stage.COMPILE
-                            result.error_type = ErrorType.HARNESS_ERROR
-                            result.error_message = f"evaluator worker failure: {exc}"
-                            return result
-                if handle.starts > starts + (0 if starts else 1):
-                    with self._lock:
-                        self.stats["worker_restarts"] += 1
-                missing_layers = list(handle.missing_layers)
+            base = EvalResult.from_dict(result.to_dict())
+            with gate.slot() as slot:
+                out = self._run_on(handle, job, timeout, result)
+            if neighbour_oom(out, slot.had_neighbour):
+                with gate.slot(exclusive=True):
+                    out = self._run_on(handle, job, timeout, base)
+                with self._lock:
+                    self.stats["retries"] += 1
+                mark_retried(
+                    out, "it ran out of memory while another evaluation shared the device; run again alone on it"
+                )
+            return out
         finally:
-            self._idle.put(handle)
-        result = self._result_from_reply(reply, job, timeout, result)
+            self._give_back(handle)
+
+    def _run_on(self, handle: ZygoteHandle, job: Job, timeout: float, result: EvalResult) -> EvalResult:
+        """Run ``job`` on worker ``handle`` (restarted once if it fails) and read its reply."""
+        with handle.lock:
+            starts = handle.starts
+            for attempt in range(2):
+                try:
+                    reply = handle.run(job, timeout, self.memory_mb)
+                    break
+                except ZygoteError as exc:
+                    if attempt == 1:
+                        result.stage = Stage.COMPILE
+                        result.error_type = ErrorType.HARNESS_ERROR
+                        result.error_message = f"evaluator worker failure: {exc}"
+                        return result
+            if handle.starts > starts + (0 if starts else 1):
+                with self._lock:
+                    self.stats["worker_restarts"] += 1
+            missing_layers = list(handle.missing_layers)
+        result = result_from_reply(reply, job.output_cap, timeout, self.memory_mb, result)
         if missing_layers:
             result.warnings.append(
                 f"{SANDBOX_WARNING_PREFIX} layers off on this machine: {', '.join(missing_layers)} (see `akg doctor`)"
             )
-        return result
-
-    def _result_from_reply(self, reply: dict[str, Any], job: Job, timeout: float, base: EvalResult) -> EvalResult:
-        from ascend_kernel_gym.evaluation.feedback import scrub_text
-
-        data = reply.get("result")
-        if isinstance(data, dict):
-            try:
-                result = EvalResult.from_dict(data)
-            except (ValueError, TypeError, KeyError) as exc:
-                base.error_type = ErrorType.HARNESS_ERROR
-                base.error_message = f"the evaluation child sent an unreadable result ({exc})"
-                return base
-            result.stage_durations["child_wall"] = reply.get("wall_s", 0.0)
-            return result
-        # The child died without reporting.
-        result = base
-        result.stage = Stage.COMPILE
-        status = reply.get("status")
-        reason = reply.get("reason", "")
-        tail = scrub_text(reply.get("output_tail", ""), reply.get("sandbox"))
-        result.output_tail = tail[-job.output_cap :]
-        if reason == "timeout":
-            result.error_type = ErrorType.TIMEOUT
-            result.error_message = f"the evaluation did not finish within {timeout:g} s (infinite loop or far too slow)"
-        elif reason == "not_started":
-            result.error_type = ErrorType.HARNESS_ERROR
-            result.error_message = "the evaluation child died before it started the evaluation (twice)"
-        elif reason == "memory":
-            result.error_type = ErrorType.OOM
-            result.error_message = f"the process used more than {self.memory_mb} MB of memory and was stopped"
-        elif status is not None and os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-            name = _SIGNAL_NAMES.get(sig, f"signal {sig}")
-            if sig == 9:
-                result.error_type = ErrorType.OOM
-                result.error_message = (
-                    "the process was killed (SIGKILL), most likely by the system's out-of-memory killer"
-                )
-            elif sig == 6 and "bad_alloc" in tail:
-                result.error_type = ErrorType.OOM
-                result.error_message = "the process ran out of memory (std::bad_alloc)"
-            else:
-                result.error_type = ErrorType.CRASH
-                result.error_message = f"the process crashed with {name}" + (
-                    " (invalid memory access: an out-of-bounds pointer or a missing mask?)" if sig in (7, 11) else ""
-                )
-        elif status is not None and os.WIFEXITED(status):
-            result.error_type = ErrorType.CRASH
-            result.error_message = (
-                f"the process exited with status {os.WEXITSTATUS(status)} before the evaluation finished; "
-                "kernels must not exit the process"
-            )
-        else:
-            result.error_type = ErrorType.HARNESS_ERROR
-            result.error_message = "the evaluation child vanished without a status"
-        result.stage_durations["child_wall"] = reply.get("wall_s", 0.0)
         return result
 
 

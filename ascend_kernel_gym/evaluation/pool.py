@@ -5,6 +5,8 @@ environment, so nothing of the calling process leaks in), waits for it to finish
 and sends it jobs one at a time. A zygote that dies or stops answering is killed and started
 again on the next job; the job in flight gets a ``harness_error`` result.
 
+:func:`result_from_reply` reads a worker's reply into a result (what the child sent, or why it died).
+
 A zygote started with the OS sandbox reports which layers this machine has; layers it lacks
 are reported once per process (a :class:`RuntimeWarning`), and the evaluation goes on with the
 others.
@@ -25,6 +27,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from ascend_kernel_gym.evaluation.concurrency import OWN_MEMORY_CAP_MESSAGE
+from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
 from ascend_kernel_gym.evaluation.wire import HEADER, LEASE_EXTRA_MAX_S, write_message
 from ascend_kernel_gym.evaluation.zygote import BOOTSTRAP
 
@@ -264,3 +268,73 @@ class ZygoteHandle:
             chunks.append(chunk)
             remaining -= len(chunk)
         return b"".join(chunks)
+
+
+_SIGNAL_NAMES = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
+
+
+def result_from_reply(
+    reply: dict[str, Any], output_cap: int, timeout: float, memory_mb: int, base: EvalResult
+) -> EvalResult:
+    """The result of a worker's reply: the child's own result, or ``base`` with why the child died.
+
+    Args:
+        reply: what :meth:`ZygoteHandle.run` returned.
+        output_cap: characters of the child's output kept.
+        timeout: the child's time limit (for the message).
+        memory_mb: the child's host-memory cap (for the message).
+        base: the result so far (task, backend, profile, static stage); changed in place when the child died.
+    """
+    from ascend_kernel_gym.evaluation.feedback import scrub_text
+
+    data = reply.get("result")
+    if isinstance(data, dict):
+        try:
+            result = EvalResult.from_dict(data)
+        except (ValueError, TypeError, KeyError) as exc:
+            base.error_type = ErrorType.HARNESS_ERROR
+            base.error_message = f"the evaluation child sent an unreadable result ({exc})"
+            return base
+        result.stage_durations["child_wall"] = reply.get("wall_s", 0.0)
+        return result
+    # The child died without reporting.
+    result = base
+    result.stage = Stage.COMPILE
+    status = reply.get("status")
+    reason = reply.get("reason", "")
+    tail = scrub_text(reply.get("output_tail", ""), reply.get("sandbox"))
+    result.output_tail = tail[-output_cap:]
+    if reason == "timeout":
+        result.error_type = ErrorType.TIMEOUT
+        result.error_message = f"the evaluation did not finish within {timeout:g} s (infinite loop or far too slow)"
+    elif reason == "not_started":
+        result.error_type = ErrorType.HARNESS_ERROR
+        result.error_message = "the evaluation child died before it started the evaluation (twice)"
+    elif reason == "memory":
+        result.error_type = ErrorType.OOM
+        result.error_message = f"{OWN_MEMORY_CAP_MESSAGE} {memory_mb} MB of memory and was stopped"
+    elif status is not None and os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        name = _SIGNAL_NAMES.get(sig, f"signal {sig}")
+        if sig == 9:
+            result.error_type = ErrorType.OOM
+            result.error_message = "the process was killed (SIGKILL), most likely by the system's out-of-memory killer"
+        elif sig == 6 and "bad_alloc" in tail:
+            result.error_type = ErrorType.OOM
+            result.error_message = "the process ran out of memory (std::bad_alloc)"
+        else:
+            result.error_type = ErrorType.CRASH
+            result.error_message = f"the process crashed with {name}" + (
+                " (invalid memory access: an out-of-bounds pointer or a missing mask?)" if sig in (7, 11) else ""
+            )
+    elif status is not None and os.WIFEXITED(status):
+        result.error_type = ErrorType.CRASH
+        result.error_message = (
+            f"the process exited with status {os.WEXITSTATUS(status)} before the evaluation finished; "
+            "kernels must not exit the process"
+        )
+    else:
+        result.error_type = ErrorType.HARNESS_ERROR
+        result.error_message = "the evaluation child vanished without a status"
+    result.stage_durations["child_wall"] = reply.get("wall_s", 0.0)
+    return result

@@ -15,6 +15,12 @@ authenticated local socket and the workers hold a small picklable client::
             context="spawn",  # this process runs server and pool threads: do not fork it
         )
 
+Where Ray is at hand, ``Evaluator(executor="ray")`` (or the address ``"ray://auto"``) shares one
+pool per device across processes and machines; this server remains for one host without Ray:
+no extra dependency and no cluster to run, one pool for several local processes.
+:func:`evaluator_at` turns either kind of address into an evaluator, and ``AKG_EVALUATOR`` names
+one for the entry points that make their own (the env's default pool, ``akg verify``, ``akg check``).
+
 The server runs in background threads of the process that creates it (one thread per client
 connection), so every request lands in the same :class:`~ascend_kernel_gym.evaluation.Evaluator`.
 Connections use :mod:`multiprocessing.connection` with an HMAC challenge on a random
@@ -34,19 +40,60 @@ from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
+from ascend_kernel_gym.evaluation.ray_executor import RAY_SCHEME
 from ascend_kernel_gym.evaluation.result import EvalRequest, EvalResult
 
-__all__ = ["EvaluatorClient", "EvaluatorServer", "SharedEvaluatorRef", "evaluator_id_of", "parse_address"]
+__all__ = [
+    "EVALUATOR_ENV",
+    "EvaluatorClient",
+    "EvaluatorServer",
+    "SharedEvaluatorRef",
+    "configured_address",
+    "evaluator_at",
+    "evaluator_id_of",
+    "is_ray_address",
+    "parse_address",
+]
 
 Address = tuple[str, int]
+#: environment variable naming the evaluator of the entry points that make their own (``ray://auto``, ``host:port``)
+EVALUATOR_ENV = "AKG_EVALUATOR"
+
+
+def is_ray_address(address: Any) -> bool:
+    """Whether ``address`` is a string naming a Ray cluster (``ray://...``)."""
+    return isinstance(address, str) and address.strip().startswith(RAY_SCHEME)
+
+
+def configured_address() -> str | None:
+    """The evaluator address in ``AKG_EVALUATOR``, or None when it is unset or empty."""
+    return os.environ.get(EVALUATOR_ENV, "").strip() or None
+
+
+def evaluator_at(address: str, backend: str = "auto", **options: Any) -> Any:
+    """The evaluator an address names.
+
+    ``ray://auto`` (the cluster this machine joined), ``ray://local`` (a new local Ray instance)
+    or ``ray://HOST:PORT`` (Ray Client): this process's shared Ray evaluator for ``backend`` and
+    ``options`` (``get_shared_evaluator(backend, executor="ray", address=..., **options)``).
+    ``host:port``: an :class:`EvaluatorClient` of an :class:`EvaluatorServer` (``options`` unused).
+
+    Raises:
+        ValueError: the address is neither.
+    """
+    if is_ray_address(address):
+        from ascend_kernel_gym.evaluation import get_shared_evaluator
+
+        return get_shared_evaluator(backend, **{**options, "executor": "ray", "address": address.strip()})
+    return EvaluatorClient(address)
 
 
 def parse_address(address: str | Sequence[Any]) -> Address:
     """``"host:port"`` or ``(host, port)`` -> ``(host, port)``."""
     if isinstance(address, str):
         host, sep, port = address.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"evaluator address must look like 'host:port', got {address!r}")
+        if not sep or not host or not port.isdigit() or "/" in host:
+            raise ValueError(f"evaluator address must look like 'host:port' or 'ray://...', got {address!r}")
         return host, int(port)
     if isinstance(address, (tuple, list)) and len(address) == 2:
         return str(address[0]), int(address[1])

@@ -73,15 +73,23 @@ class TRLEnvConfig:
             "answer without code."
         },
     )
+    evaluator: str | None = field(
+        default=None,
+        metadata={
+            "help": "Evaluator address: `ray://auto` or `ray://HOST:PORT` (one actor per device of a Ray cluster), "
+            "or `HOST:PORT` of an EvaluatorServer. None: `AKG_EVALUATOR` if set, else a local pool."
+        },
+    )
     env_kwargs: dict[str, Any] = field(
         default_factory=dict,
-        metadata={"help": "Extra keyword arguments for `gym.make('AscendTriton-v0', ...)` (e.g. `evaluator`)."},
+        metadata={"help": "Extra keyword arguments for `gym.make('AscendTriton-v0', ...)` (e.g. `evaluator_options`)."},
     )
 
     def __post_init__(self) -> None:
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
-        reserved = {"suite", "split", "backend", "max_turns", "reward", "reward_mode"} & set(self.env_kwargs)
+        fields = {"suite", "split", "backend", "max_turns", "reward", "reward_mode"}
+        reserved = (fields | ({"evaluator"} if self.evaluator is not None else set())) & set(self.env_kwargs)
         if reserved:
             raise ValueError(f"env_kwargs must not set {sorted(reserved)}: use the TRLEnvConfig fields")
 
@@ -155,6 +163,7 @@ class AscendTritonToolEnv:
             max_turns=cfg.max_turns,
             reward=cfg.reward,
             reward_mode="score",
+            **({"evaluator": cfg.evaluator} if cfg.evaluator is not None else {}),
             **cfg.env_kwargs,
         )
         return build_stack(env)

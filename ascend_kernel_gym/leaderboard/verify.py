@@ -213,8 +213,11 @@ def verify_submission(
         data: the submission (as read from JSON; need not be valid: that is checked).
         backend: local backend to re-run on (``auto``, ``npu``, ``cuda``, ``interpreter``).
         speedup_tolerance: a claimed speedup may exceed the local one by this fraction.
-        evaluator: an object with ``evaluate_many(requests)`` (default: a fresh evaluator pool).
-        workers: evaluator workers (default: the evaluator's default).
+        evaluator: an object with ``evaluate_many(requests)``, or an evaluator address
+            (``ray://auto``, ``ray://HOST:PORT``, ``host:port`` of an ``EvaluatorServer``). Default:
+            the address in ``AKG_EVALUATOR`` if set, else a fresh local evaluator pool. With
+            ``backend="auto"``, an evaluator that has a ``backend`` (a Ray cluster's) sets it.
+        workers: workers of the fresh local pool (default: the evaluator's default).
         timeout_s: per-kernel time limit (default: the evaluator's default).
         progress: show a progress bar while re-running.
         allow_suite_change: accept a different suite-wide content hash as long as the
@@ -254,8 +257,10 @@ def verify_submission(
 
     if data["package"]["version"] != __version__:
         report.notes.append(f"submission made with ascend-kernel-gym {data['package']['version']}, here {__version__}")
-    local_backend = resolve_backend(backend)
-    local_device = device_info(local_backend).name
+    evaluator = _given_evaluator(evaluator, backend)
+    served = getattr(evaluator, "backend", None) if backend == "auto" else None
+    local_backend = str(served) if isinstance(served, str) else resolve_backend(backend)
+    local_device = getattr(evaluator, "device_name", None) or device_info(local_backend).name
     report.local_backend, report.local_device = local_backend, local_device
     report.speed_comparable = local_backend == data["backend"] and local_device == data["device"]["name"]
     if local_backend != data["backend"]:
@@ -278,6 +283,15 @@ def verify_submission(
         report.reasons += [f"{verdict.task_id}: {reason}" for reason in verdict.reasons]
     report.accepted = not report.reasons
     return report
+
+
+def _given_evaluator(evaluator: Any, backend: str) -> Any:
+    """The evaluator for ``evaluator``: the object, the one its address names, or ``AKG_EVALUATOR``'s (None: none)."""
+    from ascend_kernel_gym.evaluation.remote import configured_address, evaluator_at
+
+    if evaluator is None:
+        evaluator = configured_address()
+    return evaluator_at(evaluator, backend) if isinstance(evaluator, str) else evaluator
 
 
 def _rerun(

@@ -184,3 +184,35 @@ def test_time_and_estimate_read_as_sentences() -> None:
     sentence = estimate_sentence(estimate)
     assert sentence.startswith("about 0.0136 ms per call on an Ascend 910B3, 2.00x the speed of the task's PyTorch")
     assert "(estimated 0.0272 ms)" in sentence and "not a measurement" in sentence
+
+
+def test_check_sends_the_kernel_to_the_evaluator_named_by_address(tmp_path, capsys, monkeypatch) -> None:
+    import ascend_kernel_gym.evaluation.remote as remote
+
+    seen: list[tuple] = []
+
+    class Remote:
+        backend = "cuda"
+
+        def evaluate(self, request):
+            seen.append(("evaluate", request.task.id, request.seed))
+            return EvalResult(task_id=request.task.id, backend="cuda", profile="full", code_hash="h", correct=True)
+
+        def close(self) -> None:  # a shared evaluator is not the command's to close
+            seen.append(("close",))
+
+    def evaluator_at(address, backend="auto", **options):
+        seen.append(("at", address, backend, options["ascend_checks"], options["cache"]))
+        return Remote()
+
+    monkeypatch.setattr(remote, "evaluator_at", evaluator_at)
+    file = tmp_path / "k.py"
+    file.write_text("class ModelNew: pass\n")
+    argv = ["check", str(file), "--task", "core/L1/relu", "--json", "--seed", "3", "--ascend-checks", "off"]
+    assert main([*argv, "--evaluator", "ray://auto"]) == 0
+    assert EvalResult.from_json(capsys.readouterr().out).backend == "cuda"
+    assert seen == [("at", "ray://auto", "auto", "off", False), ("evaluate", "core/L1/relu", 3)]
+    seen.clear()
+    monkeypatch.setenv("AKG_EVALUATOR", "10.0.0.2:7000")  # the same through the environment
+    assert main(argv) == 0
+    assert seen[0][:2] == ("at", "10.0.0.2:7000")

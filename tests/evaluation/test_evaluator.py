@@ -1,11 +1,15 @@
-"""Settings precedence between an EvalRequest and its Evaluator (evaluation/evaluator.py)."""
+"""Settings precedence between an EvalRequest and its Evaluator, pool size, the neighbour-OOM retry (evaluator.py)."""
 
 from __future__ import annotations
+
+import threading
 
 import pytest
 
 from ascend_kernel_gym.evaluation import EvalRequest, EvalResult, Evaluator
 from ascend_kernel_gym.evaluation.cache import ResultCache
+from ascend_kernel_gym.evaluation.concurrency import was_retried
+from ascend_kernel_gym.evaluation.result import ErrorType
 
 
 @pytest.fixture
@@ -63,3 +67,79 @@ def test_num_trials_must_be_a_positive_int_or_none(relu_task) -> None:
                 ev.evaluate(EvalRequest(task=relu_task, code="x", num_trials=bad))  # type: ignore[arg-type]
     finally:
         ev.close()
+
+
+def test_workers_per_device_sets_the_pool_size_and_misuse_is_refused() -> None:
+    ev = Evaluator(backend="interpreter", workers_per_device=3, start=False, cache=False)
+    try:
+        assert ev.workers == 3 and ev.workers_per_device == 3 and len(ev._handles) == 3
+    finally:
+        ev.close()
+    with pytest.raises(ValueError, match="not both"):
+        Evaluator(backend="interpreter", workers=2, workers_per_device=2, start=False)
+    with pytest.raises(ValueError, match="workers_per_device"):
+        Evaluator(backend="interpreter", workers_per_device=0, start=False)
+    with pytest.raises(ValueError, match="executor"):
+        Evaluator(backend="interpreter", executor="dask", start=False)
+    with pytest.raises(ValueError, match="for executor='ray'"):
+        Evaluator(backend="interpreter", address="auto", start=False)
+    with pytest.raises(ValueError, match="not workers"):
+        Evaluator(backend="interpreter", executor="ray", workers=2, start=False)
+
+
+class FakeWorkerRuns:
+    """Stands in for ``Evaluator._run_on``: the worker step only, with an out-of-memory on chosen runs.
+
+    The first ``together`` runs meet at a barrier, so they hold the device at the same time.
+    """
+
+    def __init__(self, oom_codes: set[str], together: int) -> None:
+        self.oom_codes = oom_codes
+        self.barrier = threading.Barrier(together) if together > 1 else None
+        self.calls: list[str] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, handle, job, timeout, base):
+        with self.lock:
+            first = job.code not in self.calls
+            self.calls.append(job.code)
+        if self.barrier is not None and first:
+            self.barrier.wait(30)
+        result = EvalResult.from_dict(base.to_dict())
+        if first and job.code in self.oom_codes:
+            result.error_type = ErrorType.OOM
+            result.error_message = "OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB"
+        else:
+            result.correct = True
+        return result
+
+
+def _two_worker_evaluator(runs: FakeWorkerRuns) -> Evaluator:
+    ev = Evaluator(backend="interpreter", workers=2, start=False, cache=False)
+    ev._run_on = runs
+    return ev
+
+
+def test_an_out_of_memory_next_to_a_neighbour_is_run_again_alone_and_marked(relu_task, relu_solution) -> None:
+    victim, neighbour = relu_solution + "\n# victim\n", relu_solution + "\n# neighbour\n"
+    runs = FakeWorkerRuns({victim}, together=2)
+    ev = _two_worker_evaluator(runs)
+    try:
+        results = ev.evaluate_many([EvalRequest(task=relu_task, code=c) for c in (victim, neighbour)])
+    finally:
+        ev.close()
+    assert [r.correct for r in results] == [True, True]
+    assert was_retried(results[0]) and not was_retried(results[1])
+    assert runs.calls.count(victim) == 2 and runs.calls.count(neighbour) == 1
+    assert ev.stats["retries"] == 1
+
+
+def test_an_out_of_memory_alone_on_the_device_is_the_candidates(relu_task, relu_solution) -> None:
+    runs = FakeWorkerRuns({relu_solution}, together=1)
+    ev = _two_worker_evaluator(runs)
+    try:
+        result = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution))
+    finally:
+        ev.close()
+    assert result.error_type == ErrorType.OOM and not was_retried(result)
+    assert runs.calls == [relu_solution] and ev.stats["retries"] == 0

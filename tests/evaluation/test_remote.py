@@ -8,7 +8,16 @@ import pickle
 import pytest
 from env_helpers import RELU, FakeEvaluator
 
-from ascend_kernel_gym.evaluation.remote import EvaluatorClient, EvaluatorServer, evaluator_id_of, parse_address
+from ascend_kernel_gym.evaluation.remote import (
+    EVALUATOR_ENV,
+    EvaluatorClient,
+    EvaluatorServer,
+    configured_address,
+    evaluator_at,
+    evaluator_id_of,
+    is_ray_address,
+    parse_address,
+)
 from ascend_kernel_gym.evaluation.result import EvalRequest
 from ascend_kernel_gym.tasks import get_task
 
@@ -107,3 +116,34 @@ def test_env_accepts_a_host_port_address(monkeypatch) -> None:
         assert info["eval"]["correct"] and info["evaluator_id"] == evaluator_id_of(fake)
         assert len(fake.requests) == 1
         env.close()
+
+
+def test_addresses_name_a_server_or_a_ray_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert is_ray_address("ray://auto") and is_ray_address(" ray://head:10001") and not is_ray_address("h:1")
+    for bad in ("ray://head:10001", "head", "head:port"):
+        with pytest.raises(ValueError, match="host:port"):
+            parse_address(bad)
+    assert isinstance(evaluator_at("127.0.0.1:9"), EvaluatorClient)  # no connection until the first request
+    monkeypatch.delenv(EVALUATOR_ENV, raising=False)
+    assert configured_address() is None
+    monkeypatch.setenv(EVALUATOR_ENV, "  ")
+    assert configured_address() is None
+    monkeypatch.setenv(EVALUATOR_ENV, "ray://auto")
+    assert configured_address() == "ray://auto"
+
+
+def test_an_env_without_an_evaluator_uses_the_address_in_akg_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ascend_kernel_gym.envs.ascend_triton import AscendTritonEnv
+
+    fake = FakeEvaluator()
+    with EvaluatorServer(fake, authkey=bytes(multiprocessing.current_process().authkey)) as server:
+        host, port = server.address
+        monkeypatch.setenv(EVALUATOR_ENV, f"{host}:{port}")
+        env = AscendTritonEnv(task_ids=[RELU], backend="interpreter", max_turns=1)
+        try:
+            assert isinstance(env.evaluator, EvaluatorClient) and env._owns_client
+            env.reset(seed=0)
+            _, _, _, _, info = env.step("```python\nclass ModelNew: pass\n```")
+        finally:
+            env.close()
+        assert info["eval"]["correct"] and len(fake.requests) == 1  # it went to the server's evaluator

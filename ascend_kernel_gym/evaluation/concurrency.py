@@ -1,0 +1,243 @@
+"""Several evaluations on one device: how many by default, back-pressure, and the neighbour-OOM retry.
+
+Static checks, compilation and the correctness trials are mostly CPU work and idle device time;
+only the timing stage needs the device to itself, and that stage takes a per-device exclusive
+lease inside the workers (:mod:`.device_lease`). So a device serves several workers at once:
+
+* :func:`default_workers_per_device` picks how many, from the host's cores and the device's
+  memory (formula in its docstring and in docs/scaling.md);
+* :class:`DeviceGate` holds new evaluations back while the device's free memory is short and
+  another evaluation is running on it (one alone always goes ahead), and lets an evaluation have
+  the device to itself;
+* :func:`neighbour_oom` says when an out-of-memory result may be the neighbours' doing: such a
+  result is run again once, alone on the device, and marked with :func:`mark_retried`.
+
+Imports neither torch nor triton; device memory is read through NVML (no device context).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult
+
+#: the most workers one device gets by default
+MAX_WORKERS_PER_DEVICE = 8
+#: host cores one worker is given by default (Triton compilation and the trials run on the CPU)
+CORES_PER_WORKER = 2
+#: device memory one worker is given by default (its child's context, inputs, outputs, a spare child)
+DEVICE_GIB_PER_WORKER = 16
+#: device memory assumed where it cannot be read (an Ascend 910B has 64 GB of HBM)
+ASSUMED_DEVICE_GIB = {"npu": 64, "cuda": 80}
+#: a device is short of memory below this share of its total ...
+LOW_MEMORY_FRACTION = 0.10
+#: ... or below this many bytes, whichever is larger
+LOW_MEMORY_BYTES = 4 << 30
+#: how often a held-back evaluation reads the device's memory again
+MEMORY_POLL_S = 0.25
+#: how a result's warning saying it was evaluated twice starts
+RETRY_WARNING_PREFIX = "retried:"
+#: how the evaluator's message for a child over its own host-memory cap starts (not a neighbour's doing)
+OWN_MEMORY_CAP_MESSAGE = "the process used more than"
+_VISIBLE_KEYS = {"cuda": "CUDA_VISIBLE_DEVICES", "npu": "ASCEND_RT_VISIBLE_DEVICES"}
+
+
+def default_workers_per_device(backend: str, cores: int, devices: int, device_bytes: int | None) -> int:
+    """How many workers (zygotes) each device gets when not told.
+
+    * interpreter: one per host core (the "device" is the CPU);
+    * cuda / npu: ``min(MAX_WORKERS_PER_DEVICE, cores // (devices * CORES_PER_WORKER),
+      device GiB // DEVICE_GIB_PER_WORKER)``, at least 1. Device memory that cannot be read
+      counts as :data:`ASSUMED_DEVICE_GIB`.
+
+    For example 8 on a one-H200 host with 16 cores (141 GB), 4 on an 8 x Ascend 910B server (64 GB each).
+    """
+    if backend == "interpreter":
+        return max(1, cores)
+    gib = (device_bytes >> 30) if device_bytes else ASSUMED_DEVICE_GIB.get(backend, 16)
+    by_cores = cores // (max(1, devices) * CORES_PER_WORKER)
+    return max(1, min(MAX_WORKERS_PER_DEVICE, by_cores, gib // DEVICE_GIB_PER_WORKER))
+
+
+def visible_devices(backend: str) -> list[str] | None:
+    """The device ids the backend's ``*_VISIBLE_DEVICES`` variable names, or None when it is unset."""
+    key = _VISIBLE_KEYS.get(backend)
+    visible = os.environ.get(key) if key else None
+    if not visible:
+        return None
+    return [v.strip() for v in visible.split(",") if v.strip()]
+
+
+def device_id(backend: str, index: int) -> str:
+    """The id (as the driver knows it) of the ``index``-th device this process may use."""
+    ids = visible_devices(backend)
+    return ids[index % len(ids)] if ids else str(index)
+
+
+# --- device memory ------------------------------------------------------------------------------
+class _NvmlMemory(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+
+
+_NVML_LOCK = threading.Lock()
+_NVML: list[ctypes.CDLL | None] = []
+
+
+def _nvml() -> ctypes.CDLL | None:
+    with _NVML_LOCK:
+        if not _NVML:
+            try:
+                lib = ctypes.CDLL("libnvidia-ml.so.1")
+                _NVML.append(lib if lib.nvmlInit_v2() == 0 else None)
+            except (OSError, AttributeError):
+                _NVML.append(None)
+        return _NVML[0]
+
+
+def device_memory(backend: str, device: str) -> tuple[int, int] | None:
+    """``(free, total)`` bytes of device ``device`` (an id from :func:`device_id`), or None if unknown.
+
+    CUDA through NVML (no CUDA context is made); the CPU and Ascend NPUs are not read (None).
+    """
+    if backend != "cuda":
+        return None
+    lib = _nvml()
+    if lib is None:
+        return None
+    handle = ctypes.c_void_p()
+    try:
+        if device.isdigit():
+            status = lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(int(device)), ctypes.byref(handle))
+        else:
+            status = lib.nvmlDeviceGetHandleByUUID(device.encode(), ctypes.byref(handle))
+        if status != 0:
+            return None
+        memory = _NvmlMemory()
+        if lib.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(memory)) != 0:
+            return None
+    except (AttributeError, OSError, ValueError):
+        return None
+    return int(memory.free), int(memory.total)
+
+
+def memory_short(free: int, total: int) -> bool:
+    """Whether a device with ``free`` of ``total`` bytes free is short of memory for one more evaluation."""
+    return free < max(LOW_MEMORY_BYTES, int(LOW_MEMORY_FRACTION * total))
+
+
+# --- the gate -----------------------------------------------------------------------------------
+@dataclass
+class Slot:
+    """One evaluation's hold on a device.
+
+    Attributes:
+        exclusive: it has the device to itself.
+        had_neighbour: another evaluation ran on the device at some time while this one held it.
+        waited_s: how long it was held back (memory short, or someone had the device to itself).
+    """
+
+    exclusive: bool = False
+    had_neighbour: bool = False
+    waited_s: float = 0.0
+
+
+class DeviceGate:
+    """Admission to one device: shared slots, exclusive slots, and back-pressure on memory.
+
+    A shared slot waits while someone has (or waits for) the device to itself, or while the
+    device's memory is short and another evaluation is running on it: an evaluation alone on the
+    device always goes ahead. An exclusive slot waits until no other slot is held.
+
+    Args:
+        memory: ``() -> (free, total)`` bytes of the device, or None where it cannot be read.
+        poll_s: how often a slot held back for memory reads it again.
+    """
+
+    def __init__(self, memory: Callable[[], tuple[int, int] | None] | None = None, poll_s: float = MEMORY_POLL_S):
+        self._memory = memory
+        self._poll_s = poll_s
+        self._cond = threading.Condition()
+        self._holders: list[Slot] = []
+        self._exclusive_waiting = 0
+        self.waiting = 0
+        #: times a shared slot was held back because the device's memory was short
+        self.memory_waits = 0
+
+    @property
+    def load(self) -> int:
+        """Evaluations holding or waiting for this device."""
+        with self._cond:
+            return len(self._holders) + self.waiting
+
+    def _short(self) -> bool:
+        reading = self._memory() if self._memory is not None else None
+        return reading is not None and memory_short(*reading)
+
+    def _holdup(self, exclusive: bool) -> str:
+        """Why a slot must wait now: ``""`` (it need not), ``"exclusive"`` or ``"memory"``."""
+        if exclusive:
+            return "exclusive" if self._holders else ""
+        if self._exclusive_waiting or any(s.exclusive for s in self._holders):
+            return "exclusive"
+        return "memory" if self._holders and self._short() else ""
+
+    @contextmanager
+    def slot(self, exclusive: bool = False) -> Iterator[Slot]:
+        """Hold the device (shared, or to itself) for the ``with`` block."""
+        slot = Slot(exclusive=exclusive)
+        started = time.monotonic()
+        with self._cond:
+            self.waiting += 1
+            self._exclusive_waiting += exclusive
+            counted = False
+            try:
+                while reason := self._holdup(exclusive):
+                    if reason == "memory" and not counted:
+                        counted = True
+                        self.memory_waits += 1
+                    self._cond.wait(self._poll_s)
+            finally:
+                self.waiting -= 1
+                self._exclusive_waiting -= exclusive
+            if self._holders:
+                slot.had_neighbour = True
+                for other in self._holders:
+                    other.had_neighbour = True
+            self._holders.append(slot)
+        slot.waited_s = round(time.monotonic() - started, 4)
+        try:
+            yield slot
+        finally:
+            with self._cond:
+                self._holders.remove(slot)
+                self._cond.notify_all()
+
+
+# --- retries ------------------------------------------------------------------------------------
+def neighbour_oom(result: EvalResult, had_neighbour: bool) -> bool:
+    """Whether ``result`` ran out of memory while it shared the device (so it gets one more run, alone).
+
+    A child stopped at its own host-memory cap (``memory_mb``) is its own doing and is not retried.
+    """
+    return (
+        had_neighbour
+        and result.error_type == ErrorType.OOM
+        and not result.error_message.startswith(OWN_MEMORY_CAP_MESSAGE)
+    )
+
+
+def mark_retried(result: EvalResult, why: str) -> EvalResult:
+    """Add the ``retried: ...`` warning to ``result`` (in place) and return it."""
+    result.warnings.append(f"{RETRY_WARNING_PREFIX} {why}")
+    return result
+
+
+def was_retried(result: EvalResult) -> bool:
+    """Whether ``result`` comes from a second run of its request (see :func:`mark_retried`)."""
+    return any(w.startswith(RETRY_WARNING_PREFIX) for w in result.warnings)

@@ -1,0 +1,91 @@
+"""What runs inside the Ray executor's actors: a local evaluator pool per device, and the shared result cache.
+
+Plain classes: :mod:`.ray_executor` makes actors of them (``ray.remote(PoolActor)``), so this
+module imports neither ray nor torch.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from ascend_kernel_gym.evaluation.cache import ResultCache, harness_fingerprint
+from ascend_kernel_gym.evaluation.result import EvalRequest, EvalResult
+
+
+def pool_identity() -> dict[str, str]:
+    """What must match between the driver and an actor for their results and cache keys to agree."""
+    from ascend_kernel_gym import __version__
+
+    return {"version": __version__, "harness": harness_fingerprint()}
+
+
+class PoolActor:
+    """One device's evaluator pool (a local :class:`~ascend_kernel_gym.evaluation.Evaluator`), as a Ray actor.
+
+    Ray gives the actor its device (``CUDA_VISIBLE_DEVICES`` / ``ASCEND_RT_VISIBLE_DEVICES``),
+    so the pool inside sees exactly one. Requests run concurrently (a threaded actor), up to the
+    pool's workers at once; the pool's own queue holds the rest.
+
+    Args:
+        pool_factory: ``pool_factory(backend=...)`` makes the local pool (with its result cache off:
+            the cache is shared across the cluster, in front of the actors).
+        backend: ``interpreter``, ``cuda`` or ``npu``.
+        workers_per_device: the pool's workers (None: the pool's default for the device).
+    """
+
+    def __init__(self, pool_factory: Callable[..., Any], backend: str, workers_per_device: int | None = None) -> None:
+        self.pool = pool_factory(backend=backend, workers_per_device=workers_per_device)
+
+    def info(self) -> dict[str, Any]:
+        """Backend, device, workers, where it runs, and the package identity (version, harness fingerprint)."""
+        return {
+            "backend": self.pool.backend,
+            "device": self.pool.device_name,
+            "workers": int(self.pool.workers),
+            "workers_per_device": int(self.pool.workers_per_device),
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            **pool_identity(),
+        }
+
+    def ping(self) -> bool:
+        return True
+
+    def evaluate(self, request: EvalRequest) -> dict[str, Any]:
+        """Evaluate one request on this device's pool; the result as a plain dict."""
+        return self.pool.evaluate(request).to_dict()
+
+    def warm_up(self, timeout_s: float) -> None:
+        self.pool.warm_up(timeout_s)
+
+    def stats(self) -> dict[str, int]:
+        return dict(self.pool.stats)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+class CacheActor:
+    """The result cache every driver of one Ray cluster shares (content-keyed, see :mod:`.cache`).
+
+    Args:
+        max_items: results kept in memory.
+        directory: also keep them on disk here (a path on the actor's node; a shared filesystem
+            keeps them across clusters too).
+    """
+
+    def __init__(self, max_items: int = 65536, directory: str | None = None) -> None:
+        self.cache = ResultCache(max_items=max_items, directory=directory)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        result = self.cache.get(key)
+        return None if result is None else result.to_dict()
+
+    def put(self, key: str, data: dict[str, Any]) -> None:
+        self.cache.put(key, EvalResult.from_dict(data))
+
+    def stats(self) -> dict[str, int]:
+        return {"items": len(self.cache), "hits": self.cache.hits, "misses": self.cache.misses}

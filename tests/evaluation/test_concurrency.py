@@ -1,0 +1,136 @@
+"""Several evaluations per device (evaluation/concurrency.py): default count, the gate, the neighbour-OOM rule."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from ascend_kernel_gym.evaluation.concurrency import (
+    LOW_MEMORY_BYTES,
+    OWN_MEMORY_CAP_MESSAGE,
+    DeviceGate,
+    default_workers_per_device,
+    device_id,
+    device_memory,
+    mark_retried,
+    memory_short,
+    neighbour_oom,
+    was_retried,
+)
+from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult
+
+GIB = 1 << 30
+
+
+def test_default_workers_per_device_follows_cores_and_device_memory() -> None:
+    assert default_workers_per_device("interpreter", cores=6, devices=1, device_bytes=None) == 6
+    # one H200 (141 GB) on 16 cores: 8 (cores 16 / 2 = 8, memory 141 // 16 = 8)
+    assert default_workers_per_device("cuda", cores=16, devices=1, device_bytes=141 * GIB) == 8
+    # eight devices share the cores: 16 cores / (8 x 2) = 1 each
+    assert default_workers_per_device("cuda", cores=16, devices=8, device_bytes=141 * GIB) == 1
+    # memory-bound: a 24 GB card gets one worker however many cores
+    assert default_workers_per_device("cuda", cores=64, devices=1, device_bytes=24 * GIB) == 1
+    # never more than 8, never fewer than 1
+    assert default_workers_per_device("cuda", cores=512, devices=1, device_bytes=1024 * GIB) == 8
+    assert default_workers_per_device("cuda", cores=1, devices=4, device_bytes=8 * GIB) == 1
+    # NPU memory is not read: a 910B's 64 GB is assumed (4 per device on a 192-core, 8-NPU server)
+    assert default_workers_per_device("npu", cores=192, devices=8, device_bytes=None) == 4
+
+
+def test_device_ids_follow_the_visible_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert device_id("cuda", 2) == "2"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,GPU-abc")
+    assert [device_id("cuda", i) for i in range(3)] == ["5", "GPU-abc", "5"]
+    assert device_memory("interpreter", "0") is None and device_memory("npu", "0") is None
+
+
+def test_memory_is_short_below_a_tenth_or_four_gib() -> None:
+    assert memory_short(LOW_MEMORY_BYTES - 1, 16 * GIB)
+    assert not memory_short(LOW_MEMORY_BYTES, 16 * GIB)
+    assert memory_short(13 * GIB, 140 * GIB) and not memory_short(15 * GIB, 140 * GIB)
+
+
+def _in_thread(gate: DeviceGate, exclusive: bool, entered: threading.Event, leave: threading.Event) -> threading.Thread:
+    def hold() -> None:
+        with gate.slot(exclusive=exclusive):
+            entered.set()
+            leave.wait(30)
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_second_evaluation_waits_while_memory_is_short_and_one_alone_always_goes() -> None:
+    memory = [(1 * GIB, 80 * GIB)]  # short
+    gate = DeviceGate(lambda: memory[0], poll_s=0.01)
+    first_in, first_out = threading.Event(), threading.Event()
+    first = _in_thread(gate, False, first_in, first_out)
+    assert first_in.wait(10), "an evaluation alone on the device must go ahead even when memory is short"
+    second_in, second_out = threading.Event(), threading.Event()
+    second = _in_thread(gate, False, second_in, second_out)
+    assert not second_in.wait(0.3)
+    assert gate.memory_waits == 1 and gate.load == 2
+    memory[0] = (40 * GIB, 80 * GIB)  # memory freed: the second goes in next to the first
+    assert second_in.wait(10)
+    first_out.set()
+    second_out.set()
+    first.join(10)
+    second.join(10)
+    assert gate.load == 0
+
+
+def test_an_exclusive_slot_waits_for_the_holders_and_holds_newcomers_back() -> None:
+    gate = DeviceGate(poll_s=0.01)
+    a_in, a_out = threading.Event(), threading.Event()
+    a = _in_thread(gate, False, a_in, a_out)
+    assert a_in.wait(10)
+    x_in, x_out = threading.Event(), threading.Event()
+    x = _in_thread(gate, True, x_in, x_out)
+    assert not x_in.wait(0.2)
+    b_in, b_out = threading.Event(), threading.Event()
+    b = _in_thread(gate, False, b_in, b_out)  # arrives while the exclusive one waits
+    assert not b_in.wait(0.2)
+    a_out.set()
+    assert x_in.wait(10)
+    assert not b_in.wait(0.2), "a shared slot must not enter while someone has the device to itself"
+    x_out.set()
+    assert b_in.wait(10)
+    b_out.set()
+    for thread in (a, x, b):
+        thread.join(10)
+
+
+def test_slots_know_whether_they_had_a_neighbour() -> None:
+    gate = DeviceGate()
+    with gate.slot() as alone:
+        pass
+    assert not alone.had_neighbour
+    with gate.slot() as first:
+        with gate.slot() as second:
+            pass
+    assert first.had_neighbour and second.had_neighbour  # the earlier holder learns of the newcomer too
+
+
+def _oom(message: str) -> EvalResult:
+    return EvalResult(
+        task_id="t", backend="cuda", profile="full", code_hash="h", error_type=ErrorType.OOM, error_message=message
+    )
+
+
+def test_only_an_out_of_memory_next_to_a_neighbour_is_retried() -> None:
+    device_oom = _oom("OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert neighbour_oom(device_oom, had_neighbour=True)
+    assert not neighbour_oom(device_oom, had_neighbour=False)
+    assert not neighbour_oom(_oom(f"{OWN_MEMORY_CAP_MESSAGE} 16384 MB of memory and was stopped"), True)
+    wrong = _oom("x")
+    wrong.error_type = ErrorType.VALUE_MISMATCH
+    assert not neighbour_oom(wrong, had_neighbour=True)
+
+
+def test_a_retried_result_says_so() -> None:
+    result = _oom("x")
+    assert not was_retried(result)
+    assert was_retried(mark_retried(result, "why")) and result.warnings == ["retried: why"]
