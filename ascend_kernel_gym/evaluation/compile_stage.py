@@ -109,14 +109,26 @@ def run_compile(state: ChildState, device: torch.device, mark: PartTimer) -> Com
     model_cls = module.__dict__.get("ModelNew")
     if not isinstance(model_cls, type):
         raise StageError(ErrorType.MISSING_MODEL_NEW, "ModelNew is not a class after your module ran")
+    state.model_cls, state.init_seed = model_cls, init_seed
+    candidate = construct_candidate(state, init_inputs, reference, device)
+    check_snapshot(snapshot)
+    mark("construct")
+    return Compiled(task_module, reference, candidate, rng, snapshot)
+
+
+def construct_candidate(
+    state: ChildState, init_inputs: list[Any], reference: Any, device: torch.device, where: str = ""
+) -> Any:
+    """``ModelNew(*init_inputs)`` seeded like the reference, on ``device``, with the reference's
+    parameters and buffers; raises :class:`StageError`. ``where``: the shape case, for messages."""
     try:
-        torch.manual_seed(init_seed + 1)
+        torch.manual_seed(state.init_seed + 1)
         with device, device_redirect(device):
-            candidate = model_cls(*_copy_args(init_inputs))
+            candidate = state.model_cls(*_copy_args(init_inputs))
         if isinstance(candidate, torch.nn.Module):
             candidate = torch.nn.Module.to(candidate, device)
     except BaseException as exc:  # noqa: BLE001 - candidate code
-        raise candidate_failure(exc, "ModelNew(...) failed: ", candidate_file) from None
+        raise candidate_failure(exc, f"ModelNew(...){where} failed: ", state.candidate_file) from None
     if not callable(candidate):
         raise StageError(ErrorType.RUNTIME_ERROR, "ModelNew instances are not callable (subclass nn.Module)")
     try:
@@ -128,9 +140,7 @@ def run_compile(state: ChildState, device: torch.device, mark: PartTimer) -> Com
             f"failed ({type(exc).__name__}: {str(exc)[:200]}); register plain, initialised nn.Parameter / tensor "
             "attributes",
         ) from None
-    check_snapshot(snapshot)
-    mark("construct")
-    return Compiled(task_module, reference, candidate, rng, snapshot)
+    return candidate
 
 
 def _patch_autotune_for_interpreter() -> None:

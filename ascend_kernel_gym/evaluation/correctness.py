@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from ascend_kernel_gym.evaluation.compare import inputs_equal
+from ascend_kernel_gym.evaluation.compile_stage import construct_candidate
 from ascend_kernel_gym.evaluation.errors import StageError, candidate_failure, classify_exception
 from ascend_kernel_gym.evaluation.feedback import scrub_text
 from ascend_kernel_gym.evaluation.input_copies import copied_input_piece
@@ -47,6 +48,7 @@ from ascend_kernel_gym.evaluation.param_vary import (
 from ascend_kernel_gym.evaluation.recorder import Recorder, is_allowed
 from ascend_kernel_gym.evaluation.result import ErrorType, Stage
 from ascend_kernel_gym.evaluation.sandbox_rules import FILL_TORCH_OPS
+from ascend_kernel_gym.evaluation.shape_trials import build_case, case_text, extra_cases
 from ascend_kernel_gym.evaluation.snapshot import check_snapshot
 from ascend_kernel_gym.evaluation.state import ChildState
 from ascend_kernel_gym.evaluation.tensor_wire import WireError, encode_payload_parts, encode_tree
@@ -238,8 +240,9 @@ def run_correctness(
     """Run the candidate on every trial of the judge's plan and ship each trial to the judge.
 
     The verdict is the judge's (:mod:`.judge`, in the zygote): a failed trial gets no answer, the
-    zygote ends this process and reports the failure. ``reference`` and ``rng`` are not used here:
-    the reference's outputs are computed in the reference child, the seeds come with the plan.
+    zygote ends this process and reports the failure. The reference's outputs are computed in the
+    reference child (the seeds come with the plan); ``reference`` here only takes the trials' varied
+    parameters alongside the candidate (the later stages compare against it). ``rng`` is not used.
     """
     job, result = state.job, state.result
     result.trials_total = job.num_trials
@@ -262,7 +265,12 @@ def run_correctness(
     progress = _Progress(state.link, job.backend)
     params = ParameterTrials(reference, candidate)
     first_call = True
+    cases = ShapeCases(state, device)
     for index, trial in enumerate(plan["trials"]):
+        model, module = candidate, task_module
+        case = str(trial.get("case") or "main")
+        if case != "main":
+            model, module = cases.models(case)
         missing = params.set_for(trial.get("params"))
         if missing:
             result.warnings.append(
@@ -270,9 +278,14 @@ def run_correctness(
                 f"buffer named {', '.join(repr(m) for m in missing[:5])} of the reference's shape: the evaluator "
                 "hands the reference's values to ModelNew by name, so keep the reference's names and shapes"
             )
-        base = make_inputs(task_module, int(trial["seed"]), str(trial["distribution"]), device)
+        base = make_inputs(module, int(trial["seed"]), str(trial["distribution"]), device)
         first_started = time.perf_counter()
-        call = call_candidate(state, candidate, clone_inputs(base), first_call, base)
+        try:
+            call = call_candidate(state, model, clone_inputs(base), first_call, base)
+        except StageError as failure:
+            if index == 0:
+                raise
+            raise in_trial(failure, index, len(plan["trials"]), str(trial.get("label") or "")) from None
         if first_call:
             result.stage_durations["compile.first_call"] = round(time.perf_counter() - first_started, 4)
             first_call = False
@@ -334,6 +347,46 @@ class _Progress:
                 knobs.runtime.jit_post_compile_hook = None
             except Exception:  # noqa: BLE001, S110
                 pass
+
+
+def in_trial(failure: StageError, index: int, total: int, label: str) -> StageError:
+    """``failure`` with the trial it happened in (its inputs, parameters, shape case) appended."""
+    where = f" [in trial {index + 1} of {total}" + (f": {label}]" if label else "]")
+    return StageError(failure.error_type, failure.message + where, hack=failure.hack, **failure.metrics)
+
+
+class ShapeCases:
+    """The task module and a ``ModelNew`` per shape case of the plan (:mod:`.shape_trials`), built
+    the first time a trial needs them."""
+
+    def __init__(self, state: ChildState, device: torch.device) -> None:
+        self.state = state
+        self.device = device
+        self.built: dict[str, tuple[Any, Any]] = {}
+        self.known: dict[str, Any] | None = None
+
+    def models(self, name: str) -> tuple[Any, Any]:
+        """(``ModelNew`` instance, task module) of the case ``name``; raises :class:`StageError`."""
+        if name in self.built:
+            return self.built[name]
+        state = self.state
+        if self.known is None:
+            self.known = {case.name: case for case in extra_cases(state.job, state.result.profile)}
+        case = self.known.get(name)
+        if case is None:
+            raise StageError(ErrorType.HARNESS_ERROR, f"the plan names a shape case this child does not know: {name!r}")
+        try:
+            built = build_case(state.job, state.result.profile, case, state.init_seed, self.device)
+        except Exception as exc:  # noqa: BLE001 - the reference child built it from the same task
+            raise StageError(
+                ErrorType.HARNESS_ERROR, f"shape case {name!r} could not be built: {type(exc).__name__}: {exc}"
+            ) from None
+        where = f" for shape case {case_text(case)}"
+        candidate = construct_candidate(state, built.init_inputs, built.reference, self.device, where)
+        if state.snapshot is not None:
+            check_snapshot(state.snapshot)
+        self.built[name] = (candidate, built.task_module)
+        return self.built[name]
 
 
 class ParameterTrials:

@@ -69,9 +69,10 @@ def trial_schedule(num_trials: int, rng: random.Random, extra_cases: list[str] |
 
     Trial 0 is the task's own inputs at the main shape. With three trials or more, the last
     ``max(1, (n - 1) // 3)`` trials go through the extra shape cases (task's own distribution),
-    and the trials between always include ``large`` and ``small`` magnitudes, then the other
-    distributions in a random rotation; every other one of them (from the first) varies the
-    model's parameters. With two trials, the second varies the parameters with large magnitudes.
+    the first extra case first (the task's odd sizes), and the trials between always include
+    ``large`` and ``small`` magnitudes, then the other distributions in a random rotation; every
+    other one of them (from the first) varies the model's parameters. With two trials, the second
+    varies the parameters with large magnitudes.
     """
     specs = [TrialSpec("task")]
     if num_trials <= 1:
@@ -83,9 +84,8 @@ def trial_schedule(num_trials: int, rng: random.Random, extra_cases: list[str] |
     middle = ["large", "small", *(pool[offset:] + pool[:offset])]
     for j in range(num_trials - 1 - n_cases):
         specs.append(TrialSpec(middle[j % len(middle)], vary_params=j % 2 == 0))
-    start = rng.randrange(len(cases)) if cases else 0
     for k in range(n_cases):
-        specs.append(TrialSpec("task", case=cases[(start + k) % len(cases)]))
+        specs.append(TrialSpec("task", case=cases[k % len(cases)]))
     return specs
 
 
@@ -95,7 +95,7 @@ def describe_trial(distribution: str, varied: bool, case: str) -> str:
     if varied:
         parts.append("the model's parameters and buffers set to fresh values")
     if case != "main":
-        parts.append(f"shape case {case!r}")
+        parts.append(f"shape case {case}")
     return ", ".join(parts)
 
 

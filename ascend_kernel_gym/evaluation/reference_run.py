@@ -26,7 +26,7 @@ import torch
 
 from ascend_kernel_gym.evaluation.compare import all_finite, inputs_equal
 from ascend_kernel_gym.evaluation.errors import REFERENCE_BROKE_DEVICE, StageError, classify_exception
-from ascend_kernel_gym.evaluation.inputs import clone_inputs, describe_trial, make_inputs, trial_schedule
+from ascend_kernel_gym.evaluation.inputs import TrialSpec, clone_inputs, describe_trial, make_inputs, trial_schedule
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.outputs import output_leaves
 from ascend_kernel_gym.evaluation.param_vary import draw_values, floating_slots, snapshot, write_reference
@@ -39,6 +39,7 @@ from ascend_kernel_gym.evaluation.reference_model import (
     run_once,
 )
 from ascend_kernel_gym.evaluation.result import ErrorType
+from ascend_kernel_gym.evaluation.shape_trials import build_case, case_text, extra_cases
 from ascend_kernel_gym.evaluation.tensor_wire import encode_payload_parts, encode_tree
 from ascend_kernel_gym.evaluation.wire import RESULT, write_all
 
@@ -97,30 +98,34 @@ def build_plan(job: Job, device: torch.device, tensors: list[torch.Tensor]) -> d
     slack_of = ReferenceSlack(loaded.reference, device)
     slots = floating_slots(loaded.reference)
     base_values = snapshot(slots)
-    schedule = trial_schedule(job.num_trials, rng)
+    cases = {case.name: case for case in extra_cases(job, loaded.profile)}
+    schedule = trial_schedule(job.num_trials, rng, list(cases))
     trials: list[dict[str, Any]] = []
     notes: list[str] = []
+    dropped: set[str] = set()
     magnitude0 = 0.0
     for index, spec in enumerate(schedule):
-        wanted = describe_trial(spec.distribution, spec.vary_params and bool(slots), spec.case)
         entry = None
-        for distribution, vary in _fallbacks(spec.distribution, spec.vary_params and bool(slots), job):
-            seed = rng.getrandbits(62)
-            params = rng.getrandbits(62) if vary else None
-            if params is not None:
-                write_reference(slots, draw_values(slots, params))
-            try:
-                entry = _reference_trial(loaded, device, seed, distribution, slack_of, tensors, varied=vary)
-            finally:
-                if params is not None:
-                    write_reference(slots, base_values)
-            if entry is not None:
-                entry["params"] = params
-                break
-        if entry is None:  # unreachable: the task's own inputs either pass or raise
-            raise StageError(ErrorType.HARNESS_ERROR, "the task's reference fails on the task's own inputs")
-        entry["case"] = spec.case
-        entry["label"] = describe_trial(entry["distribution"], entry["params"] is not None, spec.case)
+        if spec.case != "main":
+            # The planned case, else another the reference takes, else one more trial at the main shape.
+            for name in [spec.case, *(n for n in cases if n != spec.case)]:
+                if name in dropped:
+                    continue
+                wanted = describe_trial(spec.distribution, False, case_text(cases[name]))
+                entry = _case_trial(job, loaded, cases[name], device, rng, tensors, notes)
+                if entry is not None:
+                    break
+                dropped.add(name)
+            if entry is None:
+                spec = TrialSpec("normal")
+        if entry is None:
+            wanted = describe_trial(spec.distribution, spec.vary_params and bool(slots), "main")
+            entry = _main_trial(job, loaded, spec, slots, base_values, device, rng, slack_of, tensors)
+        entry["label"] = describe_trial(
+            entry["distribution"],
+            entry["params"] is not None,
+            case_text(cases[entry["case"]]) if entry["case"] != "main" else "main",
+        )
         if entry["label"] != wanted:
             notes.append(
                 f"trial {index + 1}: {wanted} made the task's reference fail or return non-finite values; "
@@ -139,6 +144,65 @@ def build_plan(job: Job, device: torch.device, tensors: list[torch.Tensor]) -> d
     if probe is not None:
         probe.pop("magnitude", None)
     return {"profile": loaded.profile, "trials": trials, "probe": probe, "notes": notes}
+
+
+def _main_trial(
+    job: Job,
+    loaded: LoadedReference,
+    spec: TrialSpec,
+    slots: list[Any],
+    base_values: dict[str, torch.Tensor],
+    device: torch.device,
+    rng: random.Random,
+    slack_of: ReferenceSlack,
+    tensors: list[torch.Tensor],
+) -> dict[str, Any]:
+    """A trial at the main shape: as planned, or with the first fallback the reference takes."""
+    for distribution, vary in _fallbacks(spec.distribution, spec.vary_params and bool(slots), job):
+        seed = rng.getrandbits(62)
+        params = rng.getrandbits(62) if vary else None
+        if params is not None:
+            write_reference(slots, draw_values(slots, params))
+        try:
+            entry = _reference_trial(loaded, device, seed, distribution, slack_of, tensors, varied=vary)
+        finally:
+            if params is not None:
+                write_reference(slots, base_values)
+        if entry is not None:
+            entry.update(params=params, case="main")
+            return entry
+    # unreachable: the task's own inputs either pass or raise
+    raise StageError(ErrorType.HARNESS_ERROR, "the task's reference fails on the task's own inputs")
+
+
+def _case_trial(
+    job: Job,
+    loaded: LoadedReference,
+    case: Any,
+    device: torch.device,
+    rng: random.Random,
+    tensors: list[torch.Tensor],
+    notes: list[str],
+) -> dict[str, Any] | None:
+    """A trial at a shape case; None (and a note) when the case's reference cannot take it."""
+    seed = rng.getrandbits(62)
+    problem = ""
+    try:
+        models = build_case(job, loaded.profile, case, init_seed_of(random.Random(job.seed)), device)
+        entry = _reference_trial(
+            models, device, seed, "task", ReferenceSlack(models.reference, device), tensors, varied=True
+        )
+        if entry is None:
+            problem = "it raises or returns non-finite values"
+    except StageError:
+        raise  # out of memory, or the device is lost: the evaluation's problem
+    except Exception as exc:  # noqa: BLE001 - the task's own code at other sizes
+        entry, problem = None, f"{type(exc).__name__}: {str(exc)[:200]}"
+    if entry is None:
+        notes.append(f"shape case {case_text(case)} was left out: the task's reference does not take it ({problem})")
+        return None
+    entry.update(params=None, case=case.name)
+    return entry
 
 
 def _fallbacks(distribution: str, vary: bool, job: Job) -> list[tuple[str, bool]]:

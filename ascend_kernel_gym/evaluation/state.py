@@ -73,6 +73,10 @@ class ChildState:
     link: ZygoteLink | None = None
     #: who judges the correctness trials: the zygote (through ``link``) or a judge in this process
     judge: Any = None
+    #: the candidate's ``ModelNew`` class and the seed models are built with (the compile stage's;
+    #: shape cases construct more instances)
+    model_cls: Any = None
+    init_seed: int = 0
     t_stage: float = field(default_factory=time.perf_counter)
 
     def stage(self, stage: Stage) -> None:
