@@ -470,6 +470,8 @@ class _Walker:
             if shape is not None:
                 return math.prod(shape)
             short = name.rsplit(".", 1)[-1]
+            if short in ("sample", "rsample") and isinstance(call.func, ast.Attribute) and call.args:
+                return math.prod(_shape_of(self.value(call.args[0], env)))  # torch.distributions
             if name.startswith(("nn.", "torch.nn.")) and short in LAYER_PARAMETERS:
                 args, kwargs = self.arguments(call, env)
                 kwargs = {k: v for k, v in kwargs.items() if v is not _UNKNOWN}  # dtype=..., device=...
