@@ -176,7 +176,11 @@ class Task:
 
     @property
     def source_hash(self) -> str:
-        return hashlib.sha256(self.source.encode()).hexdigest()
+        """SHA-256 of the source and of the data files it carries (the source alone when none)."""
+        digest = hashlib.sha256(self.source.encode())
+        for name, text in self.files:
+            digest.update(b"\0" + name.encode() + b"\0" + text.encode())
+        return digest.hexdigest()
 
     def default_profile(self, backend: str) -> str:
         """``small`` on the interpreter when the task has it, else ``full``."""

@@ -133,3 +133,18 @@ def test_akg_tasks_show_lists_the_data_file_and_the_cases(capsys) -> None:
     out = capsys.readouterr().out
     assert "1_gelu_groups.json (carried inside the task)" in out
     assert "case         main group 1: 128 elements" in out and "group2 group 2" in out
+
+
+def test_the_source_hash_covers_the_data_files(tmp_path) -> None:
+    import hashlib
+
+    folder = tmp_path / "mkb"
+    folder.mkdir()
+    for name in ("1_gelu_groups.py", "1_gelu_groups.json"):
+        shutil.copy(DATA / name, folder / name)
+    before = get_task(str(folder / "1_gelu_groups.py")).source_hash
+    with (folder / "1_gelu_groups.json").open("a") as handle:
+        handle.write(json.dumps({"inputs": [{"name": "x", "type": "tensor", "dtype": "float32", "shape": [5]}]}) + "\n")
+    assert get_task(str(folder / "1_gelu_groups.py")).source_hash != before  # an evaluation cache key changes
+    plain = get_task(str(DATA / "4_leaky_matmul_code_groups.py"))
+    assert plain.source_hash == hashlib.sha256(plain.source.encode()).hexdigest()  # unchanged without files
