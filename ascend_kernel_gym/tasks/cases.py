@@ -269,26 +269,20 @@ def _capped(deriver: Deriver, tree: ast.Module, name: str, overrides: dict[str, 
         return ShapeCase(name, overrides, None, "", elements)
     if elements is None:
         return ShapeCase(name, overrides, None, "skipped: its size cannot be read from the source", None)
-    current = dict(overrides)
+    written = set(_size_names(tree, {})[0])  # constants written as numbers: the others are recomputed
+    current = {k: v for k, v in overrides.items() if k in written or parse_literal_key(k) is not None}
     first = elements
     while elements is not None and elements > budget:
-        sizes = [
-            v for k, value in current.items() if not FIXED_NAME.search(k) for v in _ints(value) if v > SHRINK_FLOOR
-        ]
+        sizes = [v for value in current.values() for v in _ints(value) if v > SHRINK_FLOOR]
         if not sizes:
             break
         largest = max(sizes)
-        constants = {
-            k: _map_sizes(v, lambda x, big=largest: halve(x) if x == big else x)
-            for k, v in current.items()
-            if not FIXED_NAME.search(k)
-        }
-        current = {**current, **constants}
-        current = {**complete_profile(tree, _constants(current)), **_literals(current)}
-        elements = _elements(deriver, current)
+        current = {k: _map_sizes(v, lambda x, big=largest: halve(x) if x == big else x) for k, v in current.items()}
+        elements = _elements(deriver, {**complete_profile(tree, _constants(current)), **_literals(current)})
     if elements is None or elements > budget:
         return ShapeCase(name, overrides, None, f"skipped: {first:,} elements, cannot be shrunk to {budget:,}", None)
-    return ShapeCase(name, current, None, f"shrunk to the budget: {first:,} -> {elements:,} elements", elements)
+    shrunk = {**complete_profile(tree, _constants(current)), **_literals(current)}
+    return ShapeCase(name, shrunk, None, f"shrunk to the budget: {first:,} -> {elements:,} elements", elements)
 
 
 def _ints(value: Any) -> list[int]:
