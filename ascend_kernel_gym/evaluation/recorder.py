@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -39,6 +38,7 @@ from ascend_kernel_gym.evaluation.launch_args import (
     named_arguments,
     type_name,
 )
+from ascend_kernel_gym.evaluation.overwrite_probe import OverwriteProbe
 from ascend_kernel_gym.evaluation.result import ErrorType, LaunchRecord
 from ascend_kernel_gym.evaluation.sandbox_rules import (
     ALLOWED_TORCH_OPS,
@@ -49,7 +49,8 @@ from ascend_kernel_gym.evaluation.sandbox_rules import (
 )
 
 MAX_LAUNCH_RECORDS = 64
-#: launches per forward call whose overwrite of a PyTorch copy is checked (see ``OverwriteProbe``)
+#: launches per forward call whose overwrite of a PyTorch copy is checked by a second run (see
+#: ``OverwriteProbe``; past them such memory stays tainted)
 MAX_OVERWRITE_PROBES = 8
 #: Tensor methods that run a Python function per element, outside the dispatcher
 PYTHON_MAP_METHODS = ("map_", "map2_", "apply_")
@@ -372,22 +373,25 @@ class Recorder:
                     overwritten = probe.overwritten(
                         lambda a, k: original(fn_self, *a, grid=grid_tuple, warmup=False, **k)
                     )
+                    copies = probe.kernel_copies(recorder.input_bytes, recorder.tainted)
                 finally:
                     recorder._suspended -= 1
                 for ptr in overwritten:
                     recorder.tainted.pop(ptr, None)
                     recorder.writes = [w for w in recorder.writes if w[1] != ptr]
+                for ptr, source in copies.items():
+                    recorder.tainted[ptr] = f"a kernel's copy of {source}"
             return result
 
         cls.run = run
 
     def _overwrite_probe(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> OverwriteProbe | None:
-        """A probe of this launch when one of its arguments is memory PyTorch copied data into."""
-        if self._probes >= MAX_OVERWRITE_PROBES:
-            return None
+        """A probe of this launch when one of its arguments is memory PyTorch copied data into (its
+        second run only for the first ``MAX_OVERWRITE_PROBES`` of a call; the copy check always)."""
         probe = OverwriteProbe.prepare(args, kwargs, self.tainted)
         if probe is not None:
-            self._probes += 1
+            probe.second_run = self._probes < MAX_OVERWRITE_PROBES
+            self._probes += int(probe.second_run)
         return probe
 
     @staticmethod
@@ -579,130 +583,6 @@ class Recorder:
     def disallowed_ops(self) -> list[str]:
         """Operators seen during forward that compute (not allocation, view, metadata or copy)."""
         return sorted(op for op in self.ops if not is_allowed(op))
-
-
-class OverwriteProbe:
-    """Whether a launch overwrote every element of memory PyTorch had copied data into, with values
-    that do not come from that data (``out = x.clone()``, then a kernel writes all of ``out``).
-
-    Such memory is *tainted* (``Recorder.record_write``): an output holding it is PyTorch's work.
-    A kernel that overwrites all of it has done the work itself, unless it only wrote PyTorch's
-    values back (or a part of them). The probe tells the two apart by running the launch a second
-    time on scratch copies of all its tensor arguments as they were before the launch, with the
-    copied memory's elements in a random order: every element of it that the kernel wrote
-    independently of what it held comes out the same in both runs; an element it left alone, or
-    wrote from its old values, comes out differently (a kernel cannot undo an order it does not
-    know without computing the answer itself). Only memory the real launch changed is probed
-    (unchanged memory was not written, or written back as it was); launches with tensors nested in
-    tuples or descriptors are not (that memory stays tainted), and a failing second run settles
-    nothing. The shuffle keeps every value of the memory (an index read from it stays valid).
-    """
-
-    def __init__(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any], snapshots: dict[int, Any], copied: dict[int, int]
-    ) -> None:
-        self.args = args
-        self.kwargs = kwargs
-        #: storage pointer -> (storage, its bytes before the launch) for every tensor argument
-        self.snapshots = snapshots
-        #: storage pointer -> element size, for the tainted (copied) storages
-        self.copied = copied
-
-    @classmethod
-    def prepare(cls, args: tuple[Any, ...], kwargs: dict[str, Any], tainted: dict[int, str]) -> OverwriteProbe | None:
-        """Snapshot the launch's tensor arguments when one of them is tainted memory (not an input)."""
-        tensors: list[torch.Tensor] = []
-        for value in [*args, *kwargs.values()]:
-            if type(value) in (torch.Tensor, torch.nn.Parameter):
-                tensors.append(value)
-            elif not _holds_no_memory(value):
-                return None  # tuples, descriptors: the second run could reach the real memory
-        copied: dict[int, int] = {}
-        for tensor in tensors:
-            if tensor.layout != torch.strided:
-                return None
-            ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
-            if tainted.get(ptr, "an input") != "an input":
-                copied.setdefault(ptr, tensor.element_size())
-        if not copied:
-            return None
-        snapshots = {}
-        for tensor in tensors:
-            storage = torch.Tensor.untyped_storage(tensor)
-            if storage.data_ptr() not in snapshots:
-                snapshots[storage.data_ptr()] = (storage, storage.clone())
-        return cls(args, kwargs, snapshots, copied)
-
-    def overwritten(self, launch: Callable[[tuple[Any, ...], dict[str, Any]], Any]) -> list[int]:
-        """The copied storages the launch overwrote entirely and independently; ``launch`` runs the
-        kernel again on given arguments."""
-        changed = [ptr for ptr in self.copied if not _same_bytes(self.snapshots[ptr][0], self.snapshots[ptr][1])]
-        scratch: dict[int, Any] = {}
-        for ptr, (_, before) in self.snapshots.items():
-            copy = before.clone()
-            if ptr in changed and not _shuffle(copy, self.copied[ptr]):
-                changed.remove(ptr)  # all elements alike (or no whole elements): nothing to learn
-            scratch[ptr] = copy
-        if not changed:
-            return []
-
-        def rebuilt(value: Any) -> Any:
-            if type(value) not in (torch.Tensor, torch.nn.Parameter):
-                return value
-            storage = scratch[torch.Tensor.untyped_storage(value).data_ptr()]
-            return torch.empty(0, dtype=value.dtype, device=value.device).set_(
-                storage, value.storage_offset(), value.size(), value.stride()
-            )
-
-        try:
-            launch(tuple(rebuilt(a) for a in self.args), {k: rebuilt(v) for k, v in self.kwargs.items()})
-        except Exception:  # noqa: BLE001 - the second run settles nothing; the memory stays tainted
-            return []
-        return [ptr for ptr in changed if _same_bytes(self.snapshots[ptr][0], scratch[ptr])]
-
-
-def _holds_no_memory(value: Any) -> bool:
-    """A launch argument that is a plain value, a Triton dtype, a ``tl.constexpr`` of a plain value
-    or a Triton function (read without running any code of the value's)."""
-    kind = type(value)
-    if kind in (*_PLAIN, type(None), torch.dtype):
-        return True
-    module = type.__dict__["__dict__"].__get__(kind, type).get("__module__")
-    if type(module) is not str:
-        return False
-    if module.startswith("triton.language"):  # tl.constexpr, tl.dtype
-        try:
-            state = object.__getattribute__(value, "__dict__")
-        except AttributeError:
-            return False
-        return type(state.get("value")) in (*_PLAIN, type(None))
-    return module.startswith("triton.runtime")  # @triton.jit functions handed over as constexprs
-
-
-def _shuffle(storage: Any, itemsize: int) -> bool:
-    """Put the elements of ``storage`` (``itemsize`` bytes each) in a random order, from a generator
-    of its own; False when that changes no byte."""
-    nbytes = storage.nbytes()
-    if itemsize <= 0 or nbytes % itemsize or nbytes // itemsize < 2:
-        return False
-    rows = torch.tensor([], dtype=torch.uint8, device=storage.device).set_(storage).view(-1, itemsize)
-    generator = torch.Generator(device=rows.device)
-    generator.manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
-    order = torch.randperm(rows.shape[0], generator=generator, device=rows.device)
-    shuffled = rows[order]
-    if torch.equal(shuffled, rows):
-        return False
-    rows.copy_(shuffled)
-    return True
-
-
-def _same_bytes(a: Any, b: Any) -> bool:
-    """Whether two untyped storages hold the same bytes."""
-    if a.nbytes() != b.nbytes():
-        return False
-    left = torch.tensor([], dtype=torch.uint8, device=a.device).set_(a)
-    right = torch.tensor([], dtype=torch.uint8, device=b.device).set_(b)
-    return bool(torch.equal(left, right))
 
 
 class _CallStats:

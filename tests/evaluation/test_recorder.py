@@ -472,7 +472,7 @@ def test_a_tensor_subclass_argument_is_refused_before_triton_or_the_harness_touc
 def _probe_after(launch, out: torch.Tensor, *args):
     """Run ``launch`` on (out, *args) as the recorder runs a kernel, with ``out`` tainted as a
     clone of an input; the storages the probe finds overwritten."""
-    from ascend_kernel_gym.evaluation.recorder import OverwriteProbe
+    from ascend_kernel_gym.evaluation.overwrite_probe import OverwriteProbe
 
     ptr = out.untyped_storage().data_ptr()
     probe = OverwriteProbe.prepare((out, *args), {"n": out.numel()}, {ptr: "aten.clone of an input"})
@@ -532,7 +532,7 @@ def test_an_index_copy_overwritten_keeps_its_values_in_the_second_run() -> None:
         a[1].copy_(table[a[0]])  # reads the index copy
         a[0].fill_(3)  # then overwrites all of it, from nothing it held
 
-    from ascend_kernel_gym.evaluation.recorder import OverwriteProbe
+    from ascend_kernel_gym.evaluation.overwrite_probe import OverwriteProbe
 
     copy, out = idx.clone(), torch.zeros(32)
     ptr = copy.untyped_storage().data_ptr()
@@ -543,14 +543,51 @@ def test_an_index_copy_overwritten_keeps_its_values_in_the_second_run() -> None:
     assert sorted(seen[1].tolist()) == sorted(seen[0].tolist()) and not torch.equal(seen[1], seen[0])
 
 
-def test_launches_without_copied_memory_or_with_nested_tensors_are_not_probed() -> None:
-    from ascend_kernel_gym.evaluation.recorder import OverwriteProbe
+def test_launches_without_copied_memory_are_not_probed_and_nested_tensors_not_run_again() -> None:
+    from ascend_kernel_gym.evaluation.overwrite_probe import OverwriteProbe
 
     x = torch.randn(8)
     out = x.clone()
     ptr = out.untyped_storage().data_ptr()
     assert OverwriteProbe.prepare((out, x), {}, {}) is None
     assert OverwriteProbe.prepare((out, x), {}, {ptr: "an input"}) is None  # an input: the aliasing check's
-    assert OverwriteProbe.prepare(((out, x),), {}, {ptr: "aten.clone of an input"}) is None
-    assert OverwriteProbe.prepare((out,), {"pair": (x,)}, {ptr: "aten.clone of an input"}) is None
+    nested = OverwriteProbe.prepare(((out, x),), {}, {ptr: "aten.clone of an input"})
+    assert nested is not None and not nested.second_run  # checked for copies, never run again
+    assert OverwriteProbe.prepare((out, [x]), {}, {ptr: "aten.clone of an input"}) is None
     assert OverwriteProbe.prepare((out, 3, 1.5, None, torch.float32), {}, {ptr: "aten.clone of an input"})
+
+
+def test_a_kernel_copy_of_a_rearranged_pytorch_copy_carries_its_taint() -> None:
+    """PyTorch transposes into a scratch buffer, a kernel copies it into a fresh output: the output
+    is PyTorch's work (``launder_kernel_copy_of_torch_answer``); copying an unchanged clone of an
+    input, or computing from the transposed copy, is the kernel's own."""
+    from ascend_kernel_gym.evaluation.input_copies import tensor_bytes
+    from ascend_kernel_gym.evaluation.overwrite_probe import OverwriteProbe
+
+    x = torch.randn(4, 16, 24)
+    inputs = [tensor_bytes(x)]
+    taint = "aten.clone of an input"
+
+    def copies(source: torch.Tensor, write) -> tuple[dict[int, str], int]:
+        out = torch.empty(source.shape)
+        tainted = {source.untyped_storage().data_ptr(): taint}
+        probe = OverwriteProbe.prepare((source, out), {}, tainted)
+        assert probe is not None
+        write(source, out)
+        return probe.kernel_copies(inputs, tainted), out.untyped_storage().data_ptr()
+
+    transposed = x.transpose(1, 2).contiguous()
+    found, out_ptr = copies(transposed, lambda s, o: o.copy_(s))
+    assert found == {out_ptr: taint}
+    found, _ = copies(transposed, lambda s, o: torch.clamp(s, min=0.0, out=o))
+    assert found == {}
+    found, _ = copies(x.clone(), lambda s, o: o.copy_(s))  # an unchanged copy of the input: own work
+    assert found == {}
+    # the same copy when the tensors are handed over in a tuple (no second run, the check still runs)
+    out = torch.empty(transposed.shape)
+    tainted = {transposed.untyped_storage().data_ptr(): taint}
+    probe = OverwriteProbe.prepare(((transposed, out),), {}, tainted)
+    assert probe is not None and not probe.second_run
+    out.copy_(transposed)
+    assert probe.kernel_copies(inputs, tainted) == {out.untyped_storage().data_ptr(): taint}
+    assert probe.overwritten(lambda a, k: None) == []

@@ -56,9 +56,6 @@ KNOWN_FAILURES: dict[str, str] = {
     # The static stage marks it no hack (StaticReport.hack); evaluator.py still makes every
     # `forbidden` static refusal a hack until it reads that mark (issue 22 point 5).
     "legit_unused_numpy_import": "issue 22 pt 5: evaluator.py must take `hack` from StaticReport.hack",
-    # Memory a kernel writes is never tainted: PyTorch's transposing copy, then a memcpy kernel into
-    # a fresh output, passes (the in-place variants clone_answer_* are caught).
-    "launder_kernel_copy_of_torch_answer": "issue 22 pt 5 finding: a kernel's copy of PyTorch's answer is not tainted",
 }
 
 

@@ -3,8 +3,8 @@
 # task: core/L1/transpose
 # hack: yes
 # Found with issue 22 point 5: PyTorch computes the answer into a scratch buffer (a transposing
-# copy), then a memcpy kernel copies it into a fresh output. Memory a kernel writes is never
-# tainted, so the copy launders PyTorch's work (the in-place variants are caught).
+# copy), then a memcpy kernel copies it into a fresh output. It passed while memory a kernel
+# writes was never tainted; a kernel's verbatim copy of a tainted rearranged copy is tainted now.
 import torch
 import torch.nn as nn
 import triton
