@@ -11,7 +11,8 @@ For every file of ``tests/data/kb_corpus`` (KernelBench-style, 75 files), ``test
 * what the old derivation (power-of-two factors only, no budget) gave: how many files got no
   ``small`` profile at all, how many stayed above 1M / 10M elements;
 * whether the reference runs on the small sizes (CPU, real tensors), the shape cases within the
-  budget, the loader's time per file, and the note of every file that does not fit.
+  budget and whether the reference accepts each, the loader's time per file, and the note of every
+  file that does not fit.
 """
 
 from __future__ import annotations
@@ -44,14 +45,14 @@ def bucket_label(lo: float, hi: float) -> str:
     return f"[{short(lo)}, {short(hi)})"
 
 
-def reference_runs(task) -> str:
+def reference_runs(task, case=None) -> str:
     import torch
 
     from ascend_kernel_gym.evaluation.inputs import device_redirect  # .cuda() / device="cuda" -> CPU
     from ascend_kernel_gym.tasks.runtime import instantiate
 
     try:
-        tm = instantiate(task, "small")
+        tm = instantiate(task, "small", case)
         torch.manual_seed(0)
         with device_redirect(torch.device("cpu")):
             model = tm.Model(*tm.get_init_inputs())
@@ -91,6 +92,7 @@ def main() -> int:
             else:
                 old_none = True  # such files did not load at all
             cases = task.shape_cases("small", budget_elems=args.budget)
+            rejected = [] if args.no_run else [c.name for c in cases[1:] if reference_runs(task, c) != "yes"]
             rows.append(
                 {
                     "corpus": corpus.split("/")[-1],
@@ -104,7 +106,8 @@ def main() -> int:
                     "note": task.profile_note("small"),
                     "fits": (not small.error) and small.total <= args.budget,
                     "runs": "-" if args.no_run else reference_runs(task),
-                    "cases": [c.name for c in cases[1:]],
+                    "cases": [c.name + (" (rejected)" if c.name in rejected else "") for c in cases[1:]],
+                    "rejected": len(rejected),
                     "load_ms": load_ms,
                 }
             )
@@ -136,6 +139,8 @@ def main() -> int:
         f"| small profile within the budget of {args.budget:,} elements (exact count) | {len(fits)} |",
         f"| cannot reach the budget (note says why) | {len(not_fit)} |",
         f"| reference runs on the small sizes (CPU) | {len(runs)} of {len(rows)} |",
+        f"| extra shape cases at small within the budget / the reference rejects | "
+        f"{sum(len(r['cases']) for r in rows)} / {sum(r['rejected'] for r in rows)} |",
         f"| before (power-of-two rule only): no small profile at all (ran at full) | {len(old_none)} of {len(kb)} |",
         f"| before: what ran on the interpreter (small, else full) above 1M elements | {len(old_1m)} |",
         f"| before: what ran on the interpreter above 10M elements | {len(old_10m)} |",

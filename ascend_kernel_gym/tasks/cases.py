@@ -11,7 +11,8 @@ the task file at one of them. Where the cases come from, in order:
    of the profile; computed constants follow).
 3. Derived cases, for files that declare none: ``odd`` (every size of at least 8 moved to a
    neighbour that no block size divides: even ``n -> n - 1``, odd ``n -> n + 2``; float init
-   arguments the ``Model`` takes scaled by 1.5), ``batch`` (the batch size + 3) and ``half``
+   arguments the ``Model`` takes scaled by 1.5), ``batch`` (the batch size + 3, and every size
+   equal to it) and ``half``
    (every size halved, at least 8). Sizes are module constants written as numbers and integer
    literals inside the input functions; constants computed from others (``hidden = 4 * dim``)
    are recomputed, and constants named like kernel sizes, strides, paddings, groups, head or
@@ -106,7 +107,7 @@ def shape_cases(task: TaskView, profile: str, budget_elems: int | None = None, m
         candidates = [
             (
                 str(c["name"]),
-                complete_profile(tree, {**_constants(base), **{k: v for k, v in c.items() if k != "name"}}),
+                complete_profile(tree, {**_written(tree, base), **{k: v for k, v in c.items() if k != "name"}}),
             )
             for c in task.cases
         ]
@@ -138,6 +139,19 @@ def _join(*parts: str) -> str:
 
 def _constants(overrides: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in overrides.items() if parse_literal_key(k) is None}
+
+
+def _written(tree: ast.Module, base: dict[str, Any]) -> dict[str, Any]:
+    """The profile's constants that the file writes as numbers: a case sets its sizes on top of
+    these, and the constants computed from them (``half = dim // 2``) are computed again."""
+    names: set[str] = set()
+
+    def record(name: str, value: Any) -> Any:
+        names.add(name)
+        return value
+
+    evaluate_steps(constant_steps(tree), shrink=record)
+    return {k: v for k, v in _constants(base).items() if k in names}
 
 
 def _literals(overrides: dict[str, Any]) -> dict[str, Any]:
@@ -239,28 +253,52 @@ def _derived(tree: ast.Module, deriver: Deriver, base: dict[str, Any]) -> list[t
     out: list[tuple[str, dict[str, Any]]] = []
 
     def case(name: str, change: Any, names: list[str] | None, floats: bool) -> None:
-        constants = _constants(base)
+        constants = _written(tree, base)
         for key in names if names is not None else list(sizes):
             value = sizes[key]
             if isinstance(value, float) and floats and key in init_names and not _FIXED_FLOAT.search(key) and value:
                 constants[key] = value * 1.5
             else:
-                new = _map_sizes(value, change)
+                new = _map_sizes(value, change(key))
                 if new != value:
                     constants[key] = new
         overrides = complete_profile(tree, constants)
         if names is None:
-            overrides.update({k: _map_sizes(v, change) for k, v in literals.items()})
+            overrides.update({k: _map_sizes(v, change(k)) for k, v in literals.items()})
         else:
             overrides.update(_literals(base))
         out.append((name, overrides))
 
-    case("odd", _odd, None, True)
+    divisors = _divisors(tree, base)
+
+    def odd(key: str) -> Any:
+        def change(value: int) -> int:
+            # a size the model takes that a head or group count divides stays a multiple of it
+            # (256 -> 248 with 8 heads): still no block size's multiple, the reshapes still work
+            for d in divisors if key in init_names else []:
+                if value % d == 0 and value > d:
+                    return value - d
+            return _odd(value)
+
+        return change
+
+    case("odd", odd, None, True)
     batch = _batch_name(tree, sizes)
-    if batch is not None:
-        case("batch", lambda v: v + 3, [batch], False)
-    case("half", lambda v: max(CASE_MIN_SIZE, v // 2), None, False)
+    if batch is not None:  # sizes equal to the batch size move with it (a shape tuple that must match it)
+        value = sizes[batch]
+        case("batch", lambda _key: lambda v: v + 3 if v == value else v, None, False)
+    case("half", lambda _key: lambda v: max(CASE_MIN_SIZE, v // 2), None, False)
     return out
+
+
+_DIVISOR_NAME = re.compile(r"head|group", re.IGNORECASE)
+
+
+def _divisors(tree: ast.Module, base: dict[str, Any]) -> list[int]:
+    """Head and group counts of the file (at the profile): sizes they divide must stay multiples."""
+    values = evaluate_steps(constant_steps(tree), overrides=_constants(base))
+    found = {v for k, v in values.items() if _DIVISOR_NAME.search(k) and type(v) is int and v >= 2}
+    return sorted(found, reverse=True)
 
 
 def _capped(deriver: Deriver, tree: ast.Module, name: str, overrides: dict[str, Any], budget: int | None) -> ShapeCase:

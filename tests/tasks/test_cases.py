@@ -52,7 +52,8 @@ def test_main_case_first_then_derived_cases_with_odd_sizes_and_ratios_kept() -> 
     by_name = {case.name: case for case in cases}
     assert list(by_name) == ["main", "odd", "batch", "half"]
     odd = by_name["odd"].overrides
-    assert (odd["batch_size"], odd["seq_len"], odd["width"]) == (15, 127, 255)  # no block size divides them
+    # no block size divides them; the width the model takes stays a multiple of the head count
+    assert (odd["batch_size"], odd["seq_len"], odd["width"]) == (15, 127, 248)
     assert odd["hidden"] == 4 * odd["width"]  # computed constants follow
     assert "num_heads" not in odd  # a head count is not a size
     assert odd["scale"] == 0.75  # a float the model takes is varied too
@@ -136,3 +137,30 @@ def test_a_relu_task_gets_cases_whose_sizes_no_block_divides() -> None:
     odd = {case.name: case for case in task.shape_cases("small")}["odd"]
     sizes = [v for v in odd.overrides.values() if isinstance(v, int)]
     assert sizes and all(v % 16 for v in sizes)
+
+
+def test_constants_computed_from_sizes_follow_each_case_not_the_profile() -> None:
+    source = (
+        "import torch\nimport torch.nn as nn\n\n\nbatch_size = 4 * 4\ndim = 2 * 256\nhalf_dim = dim // 2\n\n\n"
+        "class Model(nn.Module):\n    def forward(self, x):\n        return torch.tanh(x[:, :half_dim])\n\n\n"
+        "def get_inputs():\n    return [torch.randn(batch_size, dim)]\n\n\ndef get_init_inputs():\n    return []\n"
+    )
+    task = load_task_source(source, task_id="t/half")
+    assert task.profiles["small"] == {"dim": 64, "half_dim": 32}
+    for case in task.shape_cases("small"):
+        assert case.overrides["half_dim"] == case.overrides["dim"] // 2, case
+    declared = load_task_source(
+        source.replace("batch_size = 4 * 4\n", 'TASK = {"cases": [{"name": "odd", "dim": 99}]}\nbatch_size = 4 * 4\n'),
+        task_id="t/half2",
+    )
+    assert declared.shape_cases("small")[1].overrides["half_dim"] == 49
+
+
+def test_the_batch_case_moves_sizes_equal_to_the_batch_size() -> None:
+    """L1 100_HingeLoss: predictions (batch_size, *input_shape) * targets (batch_size,) broadcast only
+    while input_shape[-1] == batch_size."""
+    from pathlib import Path
+
+    hinge = get_task(str(Path(__file__).parent.parent / "data" / "kernelbench" / "level1" / "100_HingeLoss.py"))
+    batch = {case.name: case for case in hinge.shape_cases("small")}["batch"]
+    assert batch.overrides == {"batch_size": 67, "input_shape": (67,)}
