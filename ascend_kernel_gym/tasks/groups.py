@@ -160,12 +160,15 @@ def groups_note(files: tuple[tuple[str, str], ...], budget: int) -> str:
     )
 
 
-_MATERIALISED: dict[str, str] = {}
+#: (content digest, process id) -> directory; per process, because a forked child (an evaluation
+#: child in its sandbox) may not see its parent's temporary directory and must not delete it
+_MATERIALISED: dict[tuple[str, int], str] = {}
 
 
 def _cleanup() -> None:
-    for folder in _MATERIALISED.values():
-        shutil.rmtree(folder, ignore_errors=True)
+    for (_, pid), folder in list(_MATERIALISED.items()):
+        if pid == os.getpid():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 atexit.register(_cleanup)
@@ -179,7 +182,8 @@ def materialise(files: tuple[tuple[str, str], ...], file_name: str, group: int |
         return None
     found = groups_file(files) if group is not None else None
     digest = hashlib.sha256(repr((files, group)).encode()).hexdigest()[:16]
-    folder = _MATERIALISED.get(digest)
+    key = (digest, os.getpid())
+    folder = _MATERIALISED.get(key)
     if folder is None or not os.path.isdir(folder):
         folder = tempfile.mkdtemp(prefix="akg-task-files-")
         for name, text in files:
@@ -187,5 +191,5 @@ def materialise(files: tuple[tuple[str, str], ...], file_name: str, group: int |
                 lines = found[1]
                 text = lines[group] + "\n" if group is not None and 0 <= group < len(lines) else ""
             Path(folder, name).write_text(text, encoding="utf-8")
-        _MATERIALISED[digest] = folder
+        _MATERIALISED[key] = folder
     return os.path.join(folder, os.path.basename(file_name))

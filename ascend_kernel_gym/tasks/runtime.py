@@ -99,9 +99,8 @@ def instantiate(task: Task, profile: str | None = None, case: ShapeCase | None =
     overrides = case.overrides if case is not None else task.profiles[profile]
     group = case.group if case is not None else main_case_group(task, profile)
     if group is not None and not task.uses_input_groups:
-        raise TaskLoadError(
-            f"task {task.id!r} has no get_input_groups(); case {case.name if case else ''!r} names a group"
-        )
+        name = case.name if case is not None else "main"
+        raise TaskLoadError(f"task {task.id!r} has no get_input_groups(), but shape case {name!r} names group {group}")
     source = task.source
     if literal_overrides(overrides):
         source = apply_profile(task.source, overrides, drop_task=False)

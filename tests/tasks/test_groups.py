@@ -148,3 +148,65 @@ def test_the_source_hash_covers_the_data_files(tmp_path) -> None:
     assert get_task(str(folder / "1_gelu_groups.py")).source_hash != before  # an evaluation cache key changes
     plain = get_task(str(DATA / "4_leaky_matmul_code_groups.py"))
     assert plain.source_hash == hashlib.sha256(plain.source.encode()).hexdigest()  # unchanged without files
+
+
+def test_a_forked_child_writes_its_own_copy_and_leaves_the_parents(tmp_path) -> None:
+    import os
+
+    from ascend_kernel_gym.tasks import groups
+
+    task = get_task(str(GELU))
+    parent = materialise(task.files, "1_gelu_groups.py", group=2)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its own directory; its exit hook removes only its own
+        child = materialise(task.files, "1_gelu_groups.py", group=2)
+        os.write(write, child.encode())
+        groups._cleanup()
+        os._exit(0)
+    os.close(write)
+    child = os.read(read, 4096).decode()
+    os.waitpid(pid, 0)
+    assert child and child != parent
+    assert Path(parent).parent.is_dir() and not Path(child).parent.exists()
+
+
+ADD_KERNEL = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x, y):
+        {prepare}
+        out = torch.empty_like(x)
+        n = out.numel()
+        add_kernel[(triton.cdiv(n, 256),)](x, y, out, n, BLOCK=256)
+        return out
+"""
+
+
+@pytest.mark.slow
+def test_a_group_task_is_evaluated_in_the_sandbox_on_its_groups(tmp_path) -> None:
+    """End to end: the data file reaches the sandboxed children; a kernel that ignores broadcasting
+    passes the first group ([3] + [3]) but not the others."""
+    pytest.importorskip("torch")
+    from ascend_kernel_gym.evaluation import EvalRequest, Evaluator
+
+    task = get_task(str(ADD))
+    broadcasting = ADD_KERNEL.replace("{prepare}", "x, y = [t.contiguous() for t in torch.broadcast_tensors(x, y)]")
+    same_shape = ADD_KERNEL.replace("{prepare}", "pass")
+    with Evaluator(backend="interpreter", workers=1, cache=False, tmp_root=str(tmp_path)) as evaluator:
+        good, bad = evaluator.evaluate_many(
+            [EvalRequest(task=task, code=broadcasting, seed=1), EvalRequest(task=task, code=same_shape, seed=1)]
+        )
+    assert good.ok, good.error_message
+    assert not bad.ok and bad.error_type.value == "shape_mismatch"
