@@ -5,10 +5,19 @@ rollout collection needs to build training samples whose tokens are exactly what
 (:meth:`HFPolicy.render`, :meth:`HFPolicy.encode_text`, :meth:`HFPolicy.decode`,
 :meth:`HFPolicy.generate_from_ids`).
 
-Sampling is a batched, left-padded decoding loop with a KV cache. The log-probability recorded for
-each sampled token is ``log_softmax(logits / temperature)`` at that token: the full
-temperature-scaled distribution, before top-k / top-p truncation, which is what the trainer
-recomputes (with the same temperature) for the importance ratio.
+Two generation engines (``engine``):
+
+- ``loop`` (default): the package's own batched, left-padded decoding loop with a dynamic KV cache;
+  the prefill computes logits for the last position only (``logits_to_keep=1``), not for every
+  prompt position.
+- ``generate``: ``transformers``' own ``generate``, optionally with a static KV cache
+  (``static_cache=True``, ``cache_implementation="static"``) and a ``torch.compile``'d decoding step
+  (``compile_decode=True``; on CUDA). A logits processor placed before the sampling warpers records
+  the log-probabilities, one ``[B, V]`` distribution at a time.
+
+The log-probability recorded for each sampled token is ``log_softmax(logits / temperature)`` at
+that token: the full temperature-scaled distribution, before top-k / top-p truncation, which is what
+the trainer recomputes (with the same temperature) for the importance ratio.
 """
 
 from __future__ import annotations
@@ -91,6 +100,54 @@ def _cache_of(result: Any) -> Any:
     return cache if cache is not None else result.past_key_values
 
 
+def _logits_to_keep_argument(model: Any) -> str | None:
+    """The forward() keyword that limits which positions get logits, if the model has one."""
+    import inspect
+
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    parameters = inspect.signature(base.forward).parameters
+    return next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in parameters), None)
+
+
+ENGINES = ("loop", "generate")
+#: With a static cache, prompts are left-padded to a multiple of this many tokens.
+STATIC_WIDTH_MULTIPLE = 128
+
+
+class _LogprobRecorder:
+    """A logits processor for ``generate`` that records each sampled token's log-probability.
+
+    At step ``s`` it sees the token sampled at step ``s - 1`` (the last column of ``input_ids``) and
+    reads its log-probability from the distribution it kept at step ``s - 1``; it then keeps this
+    step's ``log_softmax(scores / T)``. The last token's log-probability is read by :meth:`finish`.
+    Placed first in the processor list, it sees the raw logits, before temperature / top-k / top-p.
+    """
+
+    def __init__(self, temperature: float) -> None:
+        self.temperature = temperature if temperature > 0 else 1.0
+        self.previous: Any = None
+        self.logprobs: list[Any] = []
+
+    def _take(self, tokens: Any) -> None:
+        self.logprobs.append(self.previous.gather(-1, tokens[:, None]).squeeze(-1))
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        if self.previous is not None:
+            self._take(input_ids[:, -1])
+        self.previous = torch.log_softmax(scores.float() / self.temperature, -1)
+        return scores
+
+    def finish(self, last_tokens: Any) -> Any:
+        """``[B, steps]`` log-probabilities once generation is over (``last_tokens``: the final column)."""
+        import torch
+
+        self._take(last_tokens)
+        self.previous = None
+        return torch.stack(self.logprobs, 1)
+
+
 class HFPolicy(Policy):
     """A local causal LM with a chat template.
 
@@ -105,6 +162,9 @@ class HFPolicy(Policy):
         chat_template: overrides the tokenizer's chat template.
         name: the name in reports.
         trust_remote_code: passed to ``from_pretrained``.
+        engine: ``loop`` (the package's sampling loop) or ``generate`` (``transformers``' generate).
+        static_cache: with ``engine="generate"``, a static KV cache.
+        compile_decode: with a static cache, let ``generate`` compile the decoding step (CUDA only).
     """
 
     def __init__(
@@ -120,8 +180,14 @@ class HFPolicy(Policy):
         chat_template: str | None = None,
         name: str | None = None,
         trust_remote_code: bool = False,
+        engine: str = "loop",
+        static_cache: bool = False,
+        compile_decode: bool = False,
     ) -> None:
         import torch
+
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
 
         if isinstance(model, (str, Path)):
             path = str(model)
@@ -164,6 +230,10 @@ class HFPolicy(Policy):
         self._generator: Any = None
         self._stop_ids = self._find_stop_ids()
         self._cache_arg = _cache_argument(model_obj)
+        self._keep_arg = _logits_to_keep_argument(model_obj)
+        self.engine = engine
+        self.static_cache = static_cache
+        self.compile_decode = compile_decode
 
     # ------------------------------------------------------------------ setup
 
@@ -243,8 +313,9 @@ class HFPolicy(Policy):
     def generate_from_ids(self, prompts: Sequence[Sequence[int]]) -> list[Generation]:
         """Sample one answer per prompt (token ids, already rendered with the chat template)."""
         out: list[Generation] = []
+        chunk_fn = self._generate_chunk_hf if self.engine == "generate" else self._generate_chunk
         for start in range(0, len(prompts), self.max_batch_size):
-            out.extend(self._generate_chunk(prompts[start : start + self.max_batch_size]))
+            out.extend(chunk_fn(prompts[start : start + self.max_batch_size]))
         return out
 
     def _sampler(self) -> Any:
@@ -292,23 +363,112 @@ class HFPolicy(Policy):
         tokens = torch.multinomial(probs, 1, generator=self._sampler()).squeeze(-1)
         return tokens, logprobs_all.gather(-1, tokens[:, None]).squeeze(-1)
 
-    def _generate_chunk(self, prompts: Sequence[Sequence[int]]) -> list[Generation]:
+    def left_padded(self, prompts: Sequence[Sequence[int]], multiple: int = 1) -> tuple[Any, Any]:
+        """``input_ids`` and ``attention_mask``, left-padded to the longest prompt rounded up to ``multiple``."""
         import torch
 
-        if not prompts:
-            return []
         for n, prompt in enumerate(prompts):
             if len(prompt) == 0:
                 raise ValueError(f"prompts[{n}] is empty")
         device = self.device
         pad = int(self.tokenizer.pad_token_id)
-        width = max(len(p) for p in prompts)
-        batch = len(prompts)
-        input_ids = torch.full((batch, width), pad, dtype=torch.long, device=device)
-        attention = torch.zeros((batch, width), dtype=torch.long, device=device)
+        width = -(-max(len(p) for p in prompts) // multiple) * multiple
+        input_ids = torch.full((len(prompts), width), pad, dtype=torch.long, device=device)
+        attention = torch.zeros((len(prompts), width), dtype=torch.long, device=device)
         for row, prompt in enumerate(prompts):
             input_ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long, device=device)
             attention[row, width - len(prompt) :] = 1
+        return input_ids, attention
+
+    def _generate_chunk_hf(self, prompts: Sequence[Sequence[int]]) -> list[Generation]:
+        """One batch through ``transformers``' ``generate`` (see the module docstring)."""
+        import torch
+        from transformers import GenerationConfig, LogitsProcessorList
+
+        if not prompts:
+            return []
+        params = self.sampling
+        # a static cache (and its compiled step) has one shape per (batch, width): round the width up so shapes repeat
+        input_ids, attention = self.left_padded(prompts, STATIC_WIDTH_MULTIPLE if self.static_cache else 1)
+        pad = int(self.tokenizer.pad_token_id)
+        sample = params.temperature > 0
+        config = GenerationConfig(
+            do_sample=sample,
+            temperature=params.temperature if sample else 1.0,
+            top_p=params.top_p,
+            top_k=params.top_k,
+            repetition_penalty=1.0,
+            max_new_tokens=params.max_new_tokens,
+            eos_token_id=list(self._stop_ids),
+            pad_token_id=pad,
+            return_dict_in_generate=True,
+            cache_implementation="static" if self.static_cache else None,
+            disable_compile=not (self.static_cache and self.compile_decode),
+        )
+        recorder = _LogprobRecorder(params.temperature)
+        # generate samples with the global RNG: seed it from this policy's generator, then restore it
+        seed = int(torch.randint(0, 2**62, (1,), generator=self._sampler(), device=self.device).item())
+        devices = [self.device] if self.device.type == "cuda" else []
+        was_training = self.model.training
+        self.model.eval()
+        started = time.perf_counter()
+        try:
+            with torch.random.fork_rng(devices=devices), torch.no_grad():
+                torch.manual_seed(seed)
+                out = self.model.generate(
+                    input_ids=input_ids,
+                    attention_mask=attention,
+                    generation_config=config,
+                    logits_processor=LogitsProcessorList([recorder]),
+                )
+        finally:
+            if was_training:
+                self.model.train()
+        new_tokens = out.sequences[:, input_ids.shape[1] :]
+        logprobs = recorder.finish(new_tokens[:, -1])
+        elapsed = time.perf_counter() - started
+        return self._generations(prompts, new_tokens.tolist(), logprobs.tolist(), elapsed)
+
+    def _generations(
+        self,
+        prompts: Sequence[Sequence[int]],
+        token_rows: list[list[int]],
+        logprob_rows: list[list[float]],
+        elapsed: float,
+    ) -> list[Generation]:
+        """Cut each row after its first stop token and wrap it as a :class:`Generation`."""
+        generations = []
+        stop_set = set(self._stop_ids)
+        for row, prompt in enumerate(prompts):
+            ids: list[int] = []
+            lps: list[float] = []
+            finish = "length"
+            for tid, lp in zip(token_rows[row], logprob_rows[row], strict=True):
+                ids.append(int(tid))
+                lps.append(float(lp))
+                if tid in stop_set:
+                    finish = "stop"
+                    break
+            generations.append(
+                Generation(
+                    text=self.decode(ids),
+                    prompt_ids=list(prompt),
+                    token_ids=ids,
+                    logprobs=lps,
+                    meta={"finish_reason": finish, "batch_seconds": elapsed, "batch_size": len(prompts)},
+                )
+            )
+        return generations
+
+    def _generate_chunk(self, prompts: Sequence[Sequence[int]]) -> list[Generation]:
+        import torch
+
+        if not prompts:
+            return []
+        device = self.device
+        pad = int(self.tokenizer.pad_token_id)
+        batch = len(prompts)
+        input_ids, attention = self.left_padded(prompts)
         positions = (attention.cumsum(-1) - 1).clamp(min=0)
         stop = torch.tensor(self._stop_ids, device=device)
         finished = torch.zeros(batch, dtype=torch.bool, device=device)
@@ -319,8 +479,10 @@ class HFPolicy(Policy):
         started = time.perf_counter()
         try:
             with torch.no_grad():
+                # logits of the last position only: a [B, T, V] prefill is the peak of generation's memory
+                keep = {self._keep_arg: 1} if self._keep_arg else {}
                 result = self.model(
-                    input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=True
+                    input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=True, **keep
                 )
                 cache = _cache_of(result)
                 logits = result.logits[:, -1, :]
@@ -350,26 +512,4 @@ class HFPolicy(Policy):
         elapsed = time.perf_counter() - started
         token_rows = torch.stack(tokens_out, 1).tolist()
         logprob_rows = torch.stack(logprobs_out, 1).tolist()
-        generations = []
-        stop_set = set(self._stop_ids)
-        for row, prompt in enumerate(prompts):
-            ids: list[int] = []
-            lps: list[float] = []
-            finish = "length"
-            for tid, lp in zip(token_rows[row], logprob_rows[row], strict=True):
-                ids.append(int(tid))
-                lps.append(float(lp))
-                if tid in stop_set:
-                    finish = "stop"
-                    break
-            text = self.decode(ids)
-            generations.append(
-                Generation(
-                    text=text,
-                    prompt_ids=list(prompt),
-                    token_ids=ids,
-                    logprobs=lps,
-                    meta={"finish_reason": finish, "batch_seconds": elapsed, "batch_size": batch},
-                )
-            )
-        return generations
+        return self._generations(prompts, token_rows, logprob_rows, elapsed)

@@ -37,6 +37,8 @@ class TrainerOptimizer:
             self.master = [torch.nn.Parameter(p.detach().float().clone()) for p in self.params]
         else:
             self.master = self.params
+        if all(m.is_cuda for m in self.master):
+            adamw.setdefault("fused", True)  # one kernel for the whole update instead of several per tensor
         self.optimizer = torch.optim.AdamW(self.master, **adamw)
 
     @property

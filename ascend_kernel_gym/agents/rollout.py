@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -192,6 +192,7 @@ def collect_rollouts(
     max_context_tokens: int | None = None,
     env_workers: int | None = None,
     progress: bool = False,
+    waves: int = 1,
 ) -> RolloutBatch:
     """Run ``group_size`` episodes per task and return the episodes and their segment samples.
 
@@ -210,7 +211,13 @@ def collect_rollouts(
         max_context_tokens: end an episode (marked overlong) whose token stream would exceed this.
         env_workers: threads stepping envs concurrently (default: one per live episode, at most 32).
         progress: show a tqdm bar of finished episodes.
+        waves: split the episodes into this many waves (episode ``e`` in wave ``e % waves``): while one
+            wave's answers are evaluated on the thread pool, the next wave generates, so evaluation
+            overlaps generation. 1: generate for all, then evaluate all. ``stats["env_s"]`` is the time
+            spent waiting for evaluations.
     """
+    if waves < 1:
+        raise ValueError(f"waves must be >= 1, got {waves}")
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
     if not tasks:
@@ -263,30 +270,30 @@ def collect_rollouts(
                 _open_stream(state, batch, token_policy)
                 live.append(state)
         workers = env_workers or min(32, max(1, n_episodes))
+        n_waves = max(1, min(waves, len(live)))
+        wave_members = [live[w::n_waves] for w in range(n_waves)]
+        pending: list[list[tuple[_Live, Generation, Future[Any]]] | None] = [None] * n_waves
         with ThreadPoolExecutor(max_workers=workers) as pool:
+            # Each pass visits the waves in turn: collect the wave's env steps (evaluated meanwhile, while the
+            # other waves generated), then generate its next answers and hand their steps to the pool.
             while True:
-                active = [s for s in live if not s.done]
-                if not active:
+                for w, members in enumerate(wave_members):
+                    if pending[w] is not None:
+                        t0 = time.perf_counter()
+                        for state, gen, future in pending[w]:
+                            result = future.result()
+                            _record_step(state, gen, result, batch, token_policy, max_steps, max_context_tokens, stats)
+                            if state.done and bar is not None:
+                                bar.update(1)
+                        stats["env_s"] += time.perf_counter() - t0
+                        pending[w] = None
+                    active = [s for s in members if not s.done]
+                    if not active:
+                        continue
+                    gens = _generate(policy, token_policy, active, batch, stats)
+                    pending[w] = [(s, g, pool.submit(s.env.step, g.text)) for s, g in zip(active, gens, strict=True)]
+                if all(p is None for p in pending):
                     break
-                if token_policy is not None:
-                    prompts = [_stream_ids(batch.samples[s.stream.sample_index]) for s in active]  # type: ignore[union-attr]
-                    t0 = time.perf_counter()
-                    gens = token_policy.generate_from_ids(prompts)
-                else:
-                    t0 = time.perf_counter()
-                    gens = policy.generate([s.messages for s in active])
-                stats["generation_s"] += time.perf_counter() - t0
-                stats["generate_calls"] += 1
-                stats["generated_tokens"] += sum(len(g.token_ids) for g in gens)
-                if len(gens) != len(active):
-                    raise RuntimeError(f"policy returned {len(gens)} generations for {len(active)} contexts")
-                t0 = time.perf_counter()
-                results = list(pool.map(lambda pair: pair[0].env.step(pair[1].text), zip(active, gens, strict=True)))
-                stats["env_s"] += time.perf_counter() - t0
-                for state, gen, result in zip(active, gens, results, strict=True):
-                    _record_step(state, gen, result, batch, token_policy, max_steps, max_context_tokens, stats)
-                    if state.done and bar is not None:
-                        bar.update(1)
     finally:
         if bar is not None:
             bar.close()
@@ -301,6 +308,28 @@ def collect_rollouts(
     stats["samples"] = len(batch.samples)
     batch.stats = stats
     return batch
+
+
+def _generate(
+    policy: Policy,
+    token_policy: TokenPolicy | None,
+    active: Sequence[_Live],
+    batch: RolloutBatch,
+    stats: dict[str, Any],
+) -> list[Generation]:
+    """One batched generation for the live episodes ``active`` (from their token streams when the policy has ids)."""
+    t0 = time.perf_counter()
+    if token_policy is not None:
+        prompts = [_stream_ids(batch.samples[s.stream.sample_index]) for s in active]  # type: ignore[union-attr]
+        gens = token_policy.generate_from_ids(prompts)
+    else:
+        gens = policy.generate([s.messages for s in active])
+    stats["generation_s"] += time.perf_counter() - t0
+    stats["generate_calls"] += 1
+    stats["generated_tokens"] += sum(len(g.token_ids) for g in gens)
+    if len(gens) != len(active):
+        raise RuntimeError(f"policy returned {len(gens)} generations for {len(active)} contexts")
+    return gens
 
 
 def _stream_ids(sample: SegmentSample) -> list[int]:

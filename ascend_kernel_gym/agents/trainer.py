@@ -74,6 +74,11 @@ def build_policy(config: SegmentGRPOConfig) -> HFPolicy:
         seed=config.seed,
     )
     tokenizer = build_tokenizer(config) if (config.tokenizer != "auto" or not config.model_name_or_path) else None
+    engine = {
+        "engine": config.generation_engine,
+        "static_cache": config.static_cache,
+        "compile_decode": config.compile_decode,
+    }
     if config.model_name_or_path:
         policy = HFPolicy(
             config.model_name_or_path,
@@ -83,6 +88,7 @@ def build_policy(config: SegmentGRPOConfig) -> HFPolicy:
             dtype=dtype,
             lora=config.lora,
             max_batch_size=config.generation_batch_size,
+            **engine,
         )
     else:
         presets = {"tiny": TINY, "qwen2.5-0.5b": QWEN2_5_0_5B}
@@ -98,6 +104,7 @@ def build_policy(config: SegmentGRPOConfig) -> HFPolicy:
             device=device,
             lora=config.lora,
             max_batch_size=config.generation_batch_size,
+            **engine,
             name=f"random-{config.model_config if isinstance(config.model_config, str) else 'custom'}",
         )
     if config.gradient_checkpointing:
@@ -220,11 +227,19 @@ def rollout_metrics(batch: RolloutBatch) -> dict[str, Any]:
 
 
 class MetricsLogger:
-    """Appends one JSON object per iteration to ``metrics.jsonl``; mirrors scalars to tensorboard if installed."""
+    """Appends one JSON object per iteration to ``metrics.jsonl``; mirrors scalars to tensorboard and to
+    Weights & Biases when they are installed (and asked for)."""
 
-    def __init__(self, output_dir: Path, tensorboard: bool = True) -> None:
+    def __init__(
+        self,
+        output_dir: Path,
+        tensorboard: bool = True,
+        wandb_project: str | None = None,
+        run_config: dict[str, Any] | None = None,
+    ) -> None:
         self.path = output_dir / "metrics.jsonl"
         self.writer: Any = None
+        self.wandb_run: Any = None
         if tensorboard:
             try:
                 from torch.utils.tensorboard import SummaryWriter
@@ -232,6 +247,13 @@ class MetricsLogger:
                 self.writer = SummaryWriter(str(output_dir / "tensorboard"))
             except (ImportError, ModuleNotFoundError):
                 self.writer = None
+        if wandb_project:
+            try:
+                import wandb
+            except ImportError:
+                wandb = None
+            if wandb is not None:
+                self.wandb_run = wandb.init(project=wandb_project, dir=str(output_dir), config=run_config or {})
 
     def log(self, record: dict[str, Any]) -> None:
         with self.path.open("a", encoding="utf-8") as fh:
@@ -242,10 +264,15 @@ class MetricsLogger:
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
                     self.writer.add_scalar(key, value, step)
             self.writer.flush()
+        if self.wandb_run is not None:
+            scalars = {k: v for k, v in record.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            self.wandb_run.log(scalars, step=int(record.get("iteration", 0)))
 
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+        if self.wandb_run is not None:
+            self.wandb_run.finish()
 
 
 def config_env_factory(config: SegmentGRPOConfig, task_ids: Sequence[str], tokenizer: Any = None) -> Callable[[], Any]:
@@ -365,13 +392,14 @@ class SegmentGRPOTrainer:
             max_context_tokens=cfg.max_context_tokens,
             env_workers=cfg.env_workers,
             progress=cfg.progress,
+            waves=cfg.rollout_waves,
         )
 
     def train(self, iterations: int | None = None) -> list[dict[str, Any]]:
         """Run until ``config.iterations`` (or ``iterations`` more); returns the metrics of each iteration."""
         cfg = self.config
         target = cfg.iterations if iterations is None else self.iteration + iterations
-        logger = MetricsLogger(self.output_dir, cfg.tensorboard)
+        logger = MetricsLogger(self.output_dir, cfg.tensorboard, cfg.wandb_project, cfg.to_dict())
         history: list[dict[str, Any]] = []
         bar = None
         if cfg.progress:

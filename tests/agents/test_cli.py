@@ -34,7 +34,10 @@ def test_train_runs_resumes_and_logs(tmp_path, capsys):
     assert main(["train", "--config", str(path), "--iterations", "1"]) == 0
     out = capsys.readouterr().out
     assert "reward_mean" in out and "metrics:" in out
-    assert (tmp_path / "run" / "checkpoint-1" / "model.pt").is_file()
+    # Hugging Face format: akg eval --agent hf --model-path checkpoint-1 loads it
+    checkpoint = tmp_path / "run" / "checkpoint-1"
+    assert (checkpoint / "config.json").is_file() and (checkpoint / "model.safetensors").is_file()
+    assert (checkpoint / "tokenizer_config.json").is_file() and (checkpoint / "optimizer.pt").is_file()
     # a second call resumes from checkpoint-1 and runs iteration 2 only
     assert main(["train", "--config", str(path), "--iterations", "2"]) == 0
     records = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
