@@ -217,11 +217,10 @@ class Task:
         elements = self.profile_elements.get(profile)
         return None if elements is None else elements <= self.size_budget
 
-    @functools.cached_property
+    @property
     def uses_input_groups(self) -> bool:
         """The file defines ``get_input_groups()`` (one input list per case) and no ``get_inputs()``."""
-        names = {n.name for n in ast.parse(self.source).body if isinstance(n, ast.FunctionDef)}
-        return "get_input_groups" in names and "get_inputs" not in names
+        return _uses_input_groups(self.source)
 
     def shape_cases(self, profile: str, budget_elems: int | None = None, max_cases: int = 4) -> list[ShapeCase]:
         """The shapes a kernel is checked on at ``profile``: the main one first, then declared or
@@ -339,6 +338,12 @@ def _infer_description(tree: ast.Module, name: str) -> str:
     if doc:
         return " ".join(doc.split())[:400]
     return name.replace("_", " ").strip()
+
+
+@functools.lru_cache(maxsize=256)
+def _uses_input_groups(source: str) -> bool:
+    names = {n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)}
+    return "get_input_groups" in names and "get_inputs" not in names
 
 
 def _declared_cases(

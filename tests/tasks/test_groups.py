@@ -210,3 +210,9 @@ def test_a_group_task_is_evaluated_in_the_sandbox_on_its_groups(tmp_path) -> Non
         )
     assert good.ok, good.error_message
     assert not bad.ok and bad.error_type.value == "shape_mismatch"
+
+
+def test_a_task_rebuilt_from_its_fields_after_use_is_equal() -> None:
+    task = get_task(str(GELU))
+    task.shape_cases("small")  # nothing computed on the way is stored on the task
+    assert type(task)(**task.__dict__) == task
