@@ -60,14 +60,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--reps", type=int, default=2, help="steady-state repetitions per measurement")
     # generation
-    p.add_argument("--gen-batches", default="8,64", help="generation batch sizes")
-    p.add_argument("--prompt-len", type=int, default=512, help="longest prompt (rows are 0-25%% shorter)")
-    p.add_argument("--gen-new-tokens", type=int, default=256)
+    p.add_argument("--gen-batches", default=None, help="generation batch sizes (default 8,64; 2,4 with --tiny)")
+    p.add_argument("--prompt-len", type=int, default=None, help="longest prompt, 0-25%% shorter rows (512; 64)")
+    p.add_argument("--gen-new-tokens", type=int, default=None, help="new tokens per row (256; 16 with --tiny)")
     p.add_argument("--engines", default="eager_generate,loop,static,static_compiled", help="generation engines")
     # update
-    p.add_argument("--update-rows", type=int, default=16, help="samples in the update batch")
-    p.add_argument("--update-prompt", type=int, default=512, help="prompt tokens per sample")
-    p.add_argument("--update-response", type=int, default=512, help="response tokens per sample")
+    p.add_argument("--update-rows", type=int, default=None, help="samples in the update batch (16; 4 with --tiny)")
+    p.add_argument("--update-prompt", type=int, default=None, help="prompt tokens per sample (512; 32)")
+    p.add_argument("--update-response", type=int, default=None, help="response tokens per sample (512; 32)")
     p.add_argument("--no-trl", action="store_true", help="skip TRL's side of the update part")
     # iteration (the full env loop)
     p.add_argument("--tasks", default="core/L1/relu,core/L1/softmax", help="comma-separated task ids")
@@ -85,7 +85,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--micro-batch-tokens", type=int, default=16384)
     p.add_argument("--generation-batch", type=int, default=64)
     p.add_argument("--no-reference-check", action="store_true", help="skip the reference-solution rollout")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    sizes = {
+        "gen_batches": ("8,64", "2,4"),
+        "prompt_len": (512, 64),
+        "gen_new_tokens": (256, 16),
+        "update_rows": (16, 4),
+        "update_prompt": (512, 32),
+        "update_response": (512, 32),
+    }
+    for name, (gpu, tiny) in sizes.items():
+        if getattr(args, name) is None:
+            setattr(args, name, tiny if args.tiny else gpu)
+    return args
 
 
 def _versions() -> dict[str, str]:

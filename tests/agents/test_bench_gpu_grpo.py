@@ -25,9 +25,19 @@ def test_gpu_grpo_tiny(tmp_path):
     # two do not, so the episode compacts once
     assert module.main(["--tiny", "--out", str(out), "--max-new-tokens", "32", "--budget-tokens", "1650"]) == 0
     text = out.read_text()
-    for row in ("generation tokens/s", "update tokens/s", "peak GPU memory", "segments / episode"):
+    for row in ("## Generation", "## Update", "steady tokens/s", "x eager generate", "x TRL", "segments / episode"):
         assert row in text
     data = json.loads(out.with_suffix(".json").read_text())
-    assert data["rollout.generated_tokens"] > 0 and data["update.update_tokens_per_s"] > 0
-    assert data["rollout.segments_per_episode"] >= 2
-    assert data["reference.correct"] == [True]
+    for batch in (2, 4):
+        for engine in ("eager_generate", "loop", "static"):
+            measured = data[f"generation.b{batch}.{engine}"]
+            # every row generates its 16 tokens (a random model practically never samples its stop token)
+            assert measured["steady_tokens"] == [16 * batch] * 2 and measured["tokens_per_s"] > 0
+            assert measured["warmup_s"] > 0
+    assert data["update.ours_fp32"]["tokens_per_s"] > 0
+    if importlib.util.find_spec("trl") and importlib.util.find_spec("datasets"):
+        assert data["update.trl_grpo"].get("tokens_per_s", 0) > 0, data["update.trl_grpo"]
+    iteration = data["iteration"]
+    assert iteration["rollout.generated_tokens"] > 0 and iteration["update.update_tokens_per_s"] > 0
+    assert iteration["rollout.segments_per_episode"] >= 2
+    assert iteration["reference.correct"] == [True]
