@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import inspect
 import json
-import math
 import random
 import shutil
 import time
@@ -27,17 +26,14 @@ from typing import Any
 import torch
 
 from ascend_kernel_gym.agents.advantages import assign_advantages
+from ascend_kernel_gym.agents.checkpoints import CHECKPOINT_PREFIX, checkpoint_number, load_hf_weights, save_hf_model
 from ascend_kernel_gym.agents.config import SegmentGRPOConfig
 from ascend_kernel_gym.agents.hf import HFPolicy, SamplingParams
 from ascend_kernel_gym.agents.loss import clipped_surrogate_loss, mismatch_keep, selective_log_softmax
+from ascend_kernel_gym.agents.metrics import MetricsLogger, rollout_metrics
 from ascend_kernel_gym.agents.precision import TrainerOptimizer
 from ascend_kernel_gym.agents.rollout import EnvPool, collect_rollouts, make_env
 from ascend_kernel_gym.agents.samples import RolloutBatch, SegmentSample
-
-CHECKPOINT_PREFIX = "checkpoint-"
-#: Where a LoRA run's checkpoint keeps its adapter (the checkpoint directory itself holds the merged model).
-ADAPTER_DIR = "adapter"
-
 
 # ---------------------------------------------------------------------- building blocks
 
@@ -187,92 +183,6 @@ def _right_aligned(rows: Sequence[Sequence[float]], width: int, device: Any) -> 
         if row:
             out[i, width - len(row) :] = torch.tensor(list(row), dtype=torch.float32)
     return out.to(device)
-
-
-# ---------------------------------------------------------------------- metrics
-
-
-def rollout_metrics(batch: RolloutBatch) -> dict[str, Any]:
-    """Reward, correctness, speedup, compaction and size statistics of a rollout batch."""
-    episodes = batch.episodes
-    returns = [e.episode_return for e in episodes]
-    kernel_turns = [t for e in episodes for t in e.turns if not t.is_summary]
-    scores = [t.score for t in kernel_turns if t.score is not None]
-    speedups = [e.best_speedup for e in episodes if e.best_speedup is not None]
-    samples = batch.samples
-    stats = batch.stats
-    n = max(1, len(episodes))
-    out: dict[str, Any] = {
-        "reward_mean": sum(returns) / n,
-        "reward_std": (sum((r - sum(returns) / n) ** 2 for r in returns) / n) ** 0.5,
-        "score_mean": (sum(scores) / len(scores)) if scores else None,
-        "correct_rate": (sum(1 for t in kernel_turns if t.correct) / len(kernel_turns)) if kernel_turns else None,
-        "episode_correct_rate": sum(1 for e in episodes if e.best_correct) / n,
-        "speedup_mean": (sum(speedups) / len(speedups)) if speedups else None,
-        "compactions_per_episode": sum(e.compactions for e in episodes) / n,
-        "segments_per_episode": sum(e.num_segments for e in episodes) / n,
-        "turns_per_episode": sum(len(e.turns) for e in episodes) / n,
-        "summary_turns_per_episode": sum(1 for e in episodes for t in e.turns if t.is_summary) / n,
-        "overlong_rate": sum(1 for e in episodes if e.overlong) / n,
-        "samples": len(samples),
-        "tokens_per_segment": (sum(s.length for s in samples) / len(samples)) if samples else 0.0,
-        "policy_tokens_per_segment": (sum(s.num_policy_tokens for s in samples) / len(samples)) if samples else 0.0,
-        "generated_tokens": stats.get("generated_tokens", 0),
-        "generation_s": stats.get("generation_s", 0.0),
-        "env_s": stats.get("env_s", 0.0),
-        "rollout_s": stats.get("wall_s", 0.0),
-        "generation_tokens_per_s": stats.get("generated_tokens", 0) / max(1e-9, stats.get("generation_s", 0.0)),
-    }
-    return out
-
-
-class MetricsLogger:
-    """Appends one JSON object per iteration to ``metrics.jsonl``; mirrors scalars to tensorboard and to
-    Weights & Biases when they are installed (and asked for)."""
-
-    def __init__(
-        self,
-        output_dir: Path,
-        tensorboard: bool = True,
-        wandb_project: str | None = None,
-        run_config: dict[str, Any] | None = None,
-    ) -> None:
-        self.path = output_dir / "metrics.jsonl"
-        self.writer: Any = None
-        self.wandb_run: Any = None
-        if tensorboard:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-
-                self.writer = SummaryWriter(str(output_dir / "tensorboard"))
-            except (ImportError, ModuleNotFoundError):
-                self.writer = None
-        if wandb_project:
-            try:
-                import wandb
-            except ImportError:
-                wandb = None
-            if wandb is not None:
-                self.wandb_run = wandb.init(project=wandb_project, dir=str(output_dir), config=run_config or {})
-
-    def log(self, record: dict[str, Any]) -> None:
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, sort_keys=True) + "\n")
-        if self.writer is not None:
-            step = int(record.get("iteration", 0))
-            for key, value in record.items():
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-                    self.writer.add_scalar(key, value, step)
-            self.writer.flush()
-        if self.wandb_run is not None:
-            scalars = {k: v for k, v in record.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-            self.wandb_run.log(scalars, step=int(record.get("iteration", 0)))
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        if self.wandb_run is not None:
-            self.wandb_run.finish()
 
 
 def config_env_factory(config: SegmentGRPOConfig, task_ids: Sequence[str], tokenizer: Any = None) -> Callable[[], Any]:
@@ -607,7 +517,7 @@ class SegmentGRPOTrainer:
     # ------------------------------------------------------------------ checkpoints
     def _find_checkpoint(self, resume: str) -> Path | None:
         if resume == "auto":
-            found = sorted(self.output_dir.glob(f"{CHECKPOINT_PREFIX}*"), key=lambda p: _checkpoint_number(p))
+            found = sorted(self.output_dir.glob(f"{CHECKPOINT_PREFIX}*"), key=lambda p: checkpoint_number(p))
             found = [p for p in found if (p / "trainer_state.json").is_file()]
             return found[-1] if found else None
         path = Path(resume).expanduser()
@@ -647,7 +557,7 @@ class SegmentGRPOTrainer:
         return target
 
     def _prune_checkpoints(self) -> None:
-        found = sorted(self.output_dir.glob(f"{CHECKPOINT_PREFIX}*"), key=lambda p: _checkpoint_number(p))
+        found = sorted(self.output_dir.glob(f"{CHECKPOINT_PREFIX}*"), key=lambda p: checkpoint_number(p))
         for old in found[: -self.config.keep_checkpoints]:
             shutil.rmtree(old, ignore_errors=True)
 
@@ -675,52 +585,3 @@ class SegmentGRPOTrainer:
         self.iteration = int(state["iteration"])
         self.optimizer_steps = int(state["optimizer_steps"])
         self._task_order = list(state.get("task_order", []))
-
-
-def save_hf_model(model: Any, tokenizer: Any, target: Path) -> None:
-    """Save ``model`` and ``tokenizer`` in Hugging Face format so that ``HFPolicy(target)`` (``akg eval --agent hf
-    --model-path target``) loads them.
-
-    A peft (LoRA) model is saved merged (a copy with the adapter folded into the weights) in ``target``, and
-    its adapter alone in ``target/adapter`` (what resuming loads).
-    """
-    if hasattr(model, "merge_and_unload"):
-        model.save_pretrained(target / ADAPTER_DIR)
-        merged = copy.deepcopy(model).merge_and_unload()
-        merged.save_pretrained(target)
-        del merged
-    else:
-        model.save_pretrained(target)
-    tokenizer.save_pretrained(target)
-
-
-def load_hf_weights(model: Any, source: Path) -> None:
-    """Load weights saved by :func:`save_hf_model` into ``model`` in place (same architecture)."""
-    from safetensors.torch import load_file
-
-    if hasattr(model, "merge_and_unload"):
-        from peft import set_peft_model_state_dict
-
-        adapter = source / ADAPTER_DIR / "adapter_model.safetensors"
-        set_peft_model_state_dict(model, load_file(str(adapter), device=str(model.device)))
-        return
-    files = sorted(source.glob("*.safetensors"))
-    if not files:
-        raise FileNotFoundError(f"{source}: no *.safetensors weights")
-    state: dict[str, torch.Tensor] = {}
-    for file in files:
-        state.update(load_file(str(file), device=str(next(model.parameters()).device)))
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    tied = getattr(model.config, "tie_word_embeddings", False)
-    missing = [k for k in missing if not (tied and k.endswith("lm_head.weight"))]
-    if missing or unexpected:
-        raise ValueError(f"{source}: weights do not match the model (missing {missing}, unexpected {unexpected})")
-    if tied:
-        model.tie_weights()
-
-
-def _checkpoint_number(path: Path) -> int:
-    try:
-        return int(path.name[len(CHECKPOINT_PREFIX) :])
-    except ValueError:
-        return -1

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from ascend_kernel_gym.agents.trainer import MetricsLogger
+from ascend_kernel_gym.agents.metrics import MetricsLogger
 
 
 class FakeRun:
