@@ -263,7 +263,12 @@ class Judge:
         after: dict[int, Any],
     ) -> Verdict:
         ref = self.trials[index]
-        pairs = self._checked_pairs(output, ref.output, aliased, ref.aliased)
+        try:
+            pairs = self._checked_pairs(output, ref.output, aliased, ref.aliased)
+        except StageError as failure:
+            if index == 0 or failure.error_type == ErrorType.SANDBOX_VIOLATION:
+                raise
+            raise with_note(failure, f" ({self.where(index)})") from None
         atol = self.atol * ref.atol_scale
         # Changed by the candidate, and not the way the reference changes it (a reference may work in
         # place, ``nn.ReLU(inplace=True)``: the candidate may then do the same or leave the input alone).

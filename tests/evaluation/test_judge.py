@@ -237,3 +237,12 @@ def test_timing_claims_are_held_to_the_observed_window_and_the_physical_floor() 
     too_fast = _timed(1e-6, [1e-6] * 100, [1.0] * 100)  # 1 GiB written in a nanosecond
     record = timing_check(too_fast, window_s=10.0, out_bytes=1 << 30)
     assert not record["ok"] and too_fast.speedup is None and "floor" in record["problems"][0]
+
+
+def test_a_shape_mismatch_in_a_later_trial_names_the_trial() -> None:
+    judge = _judge_with({"label": "the task's own inputs, shape case 'odd' (dim=7)"})
+    first = torch.relu(_inputs(0))
+    assert judge.judge(*_trial(0, first, again=first)).action == "continue"
+    verdict = judge.judge(*_trial(1, torch.zeros(3)))
+    assert verdict.failure is not None and verdict.failure.error_type == ErrorType.SHAPE_MISMATCH
+    assert "trial 2 of 2: the task's own inputs, shape case 'odd' (dim=7)" in verdict.failure.message
