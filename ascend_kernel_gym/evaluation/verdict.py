@@ -1,0 +1,93 @@
+"""The zygote's reply for one evaluation: the candidate child's result with what the judge decided,
+or, for a child cut for time, the stage it was in and the trials it passed.
+
+Imports torch lazily (through the judge): only the zygote imports this module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ascend_kernel_gym.evaluation.child_stream import ChildStream
+from ascend_kernel_gym.evaluation.device_lease import LeaseKeeper
+
+
+def final_reply(run: ChildStream, job: Any, judge: Any, keeper: LeaseKeeper | None = None) -> dict[str, Any] | None:
+    """The evaluation's result: the candidate child's, with what the judge decided."""
+    from ascend_kernel_gym.evaluation.errors import record_failure
+    from ascend_kernel_gym.evaluation.judge import merge_final, timing_check
+    from ascend_kernel_gym.evaluation.result import EvalResult, bound_result
+
+    reply = run.reply()
+    failure = run.failure  # set only by the judge here
+    if (
+        failure is None
+        and reply is None
+        and judge is not None
+        and judge.reference_failure is not None
+        and not run.reason
+    ):
+        failure = judge.reference_failure  # the candidate's child was ended because of it
+    if reply is None and run.reason == "timeout" and run.taken:
+        return timeout_reply(run, job, judge)
+    if failure is not None:
+        base = run.partial if run.partial is not None else reply
+        result = job.first_result() if base is None else EvalResult.from_dict(base)
+        result.trials_passed = judge.passed
+        record_failure(result, failure)
+        run.failure = failure
+        return bound_result(result).to_dict()
+    if reply is None:
+        return None
+    result = EvalResult.from_dict(reply)
+    if judge is not None:  # otherwise the child judged itself (device backends)
+        merge_final(result, judge)
+    if result.kernel_ms is not None:
+        # The timed calls ran after the quiet-device request and after the judge's last verdict.
+        starts = [t for t in (run.quiet_at, run.judged_at) if t is not None]
+        window = run.done_at - max(starts) if starts and run.done_at is not None else None
+        result.timing["cross_check"] = timing_check(result, window, judge.out_bytes if judge is not None else 0)
+        if keeper is not None:
+            result.timing["device_lease"] = {
+                "held": run.lease_held,
+                "waited_s": round(keeper.waited_s, 4),
+                "paused_s": round(keeper.paused_s, 4),
+                # CLOCK_MONOTONIC seconds (one clock for every process of the host): from the
+                # go-ahead to the result; the spans of one device's timings never overlap
+                "span": [run.go_at, run.done_at],
+            }
+    # Bounded here as well: a child that got past its own cap cannot send a huge result on.
+    return bound_result(result).to_dict()
+
+
+def timeout_reply(run: ChildStream, job: Any, judge: Any) -> dict[str, Any]:
+    """The result of a child cut for time: the stage it was in and the trials it passed."""
+    from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage, bound_result
+
+    result = EvalResult.from_dict(run.partial) if run.partial is not None else job.first_result()
+    passed = judge.passed if judge is not None else run.trials_done
+    result.correct = False
+    result.trials_passed = min(passed, job.num_trials)
+    result.trials_total = job.num_trials
+    result.error_type = ErrorType.TIMEOUT
+    if run.go_at is not None or run.quiet_at is not None:
+        result.stage, result.compiled = Stage.PERFORMANCE, True
+        where = "in the timing stage (every correctness trial passed)"
+    elif passed >= job.num_trials:
+        result.stage, result.compiled = Stage.CORRECTNESS, True
+        where = "after the correctness trials"
+    elif run.in_correctness or passed:
+        result.stage = Stage.CORRECTNESS
+        result.compiled = result.compiled or passed > 0
+        where = f"in correctness trial {passed + 1} of {job.num_trials}"
+    else:
+        result.stage = Stage.COMPILE
+        where = "while importing and constructing ModelNew"
+    if run.stalled_s is not None:
+        result.error_message = (
+            f"no progress for {run.stalled_s:.0f} s {where} (an infinite loop, or a kernel far slower than the "
+            "reference: the limit is a floor plus a multiple of the reference's own time)"
+        )
+    else:
+        result.error_message = f"the evaluation did not finish within its time limit ({where})"
+    return bound_result(result).to_dict()
