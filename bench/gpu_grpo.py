@@ -24,8 +24,10 @@ Run:
     python bench/gpu_grpo.py --tiny --out /tmp/x.md  # CPU smoke test of every part (tiny model)
 
 Results are written to the ``.json`` beside ``--out`` after every measurement, so a run cut short
-keeps what it measured. The ``update`` part's TRL side needs ``trl`` and ``datasets``; the
-``iteration`` part needs ``gymnasium``.
+keeps what it measured. Needs ``gymnasium`` (``import ascend_kernel_gym`` registers the env) in
+every part; the ``update`` part's TRL side needs ``trl`` and ``datasets`` (on a machine without them,
+carry their wheels: ``trl``, ``datasets``, ``dill``, ``multiprocess``, ``gymnasium``,
+``farama-notifications``).
 """
 
 from __future__ import annotations
