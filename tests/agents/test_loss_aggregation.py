@@ -99,3 +99,26 @@ def test_k3_gradient_is_that_of_kl_ref_pi_and_k2_that_of_kl_pi_ref():
     assert torch.allclose(k3_grad, kl_gradient("ref||pi"), atol=1e-6)
     assert torch.allclose(k2_grad, kl_gradient("pi||ref"), atol=1e-6)
     assert not torch.allclose(k3_grad, kl_gradient("pi||ref"), atol=1e-3)
+
+
+def test_selective_log_softmax_keeps_no_float32_copy_of_the_logits():
+    from ascend_kernel_gym.agents.loss import selective_log_softmax
+
+    logits = torch.randn(4, 16, 1000, dtype=torch.bfloat16, requires_grad=True)
+    targets = torch.randint(0, 1000, (4, 16))
+    saved = []
+
+    def pack(tensor):
+        saved.append((tensor.dtype, tensor.numel()))
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = selective_log_softmax(logits, targets)
+    # a [16, 1000] float32 row (or a [4, 16, 1000] one) kept for backward is what blew the H200 update's memory
+    assert not [s for s in saved if s[0] == torch.float32 and s[1] >= 16 * 1000], saved
+    out.sum().backward()
+    # the gradient is still exact: d/dlogits of sum(log_softmax[target]) = onehot - softmax
+    expected = torch.nn.functional.one_hot(targets, 1000).float() - torch.softmax(logits.detach().float(), -1)
+    assert torch.allclose(logits.grad.float(), expected, atol=1e-2)
+    reference = torch.log_softmax(logits.detach().float(), -1).gather(-1, targets[..., None]).squeeze(-1)
+    assert torch.allclose(out.detach(), reference, atol=1e-5)
