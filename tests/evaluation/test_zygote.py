@@ -14,6 +14,7 @@ import pytest
 from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, Evaluator
 from ascend_kernel_gym.evaluation import zygote as zygote_module
 from ascend_kernel_gym.evaluation.child_stream import Child, ChildStream
+from ascend_kernel_gym.evaluation.verdict import final_reply
 from ascend_kernel_gym.evaluation.wire import HEADER, JOB_TAKEN, QUIET, READY, RESULT, encode_result
 from ascend_kernel_gym.evaluation.zygote import Zygote
 
@@ -294,7 +295,7 @@ def test_a_child_that_reports_correct_without_being_judged_is_a_forgery(tmp_path
         "trials_total": 2,
     }
     run.feed(READY + JOB_TAKEN + _framed("tok", forged))
-    reply = zygote._verdict(run, _job(), _relu_judge())
+    reply = final_reply(run, _job(), _relu_judge())
     assert reply["correct"] is False and reply["hack"] is True and reply["error_type"] == "sandbox_violation"
     assert reply["trials_passed"] == 0
     os.rmdir(zygote.root)
@@ -317,7 +318,7 @@ def test_trials_stream_through_the_judge_and_a_wrong_one_ends_the_child(tmp_path
     assert len(run.trials) == 2
     assert zygote._judge_trials(run, judge) is True  # the second trial fails: the evaluation ends
     assert os.read(read_fd, 8) == CONTINUE and judge.passed == 1
-    reply = zygote._verdict(run, _job(), judge)
+    reply = final_reply(run, _job(), judge)
     assert reply["error_type"] == "value_mismatch" and reply["correct"] is False and reply["trials_passed"] == 1
     assert reply["stage"] == "correctness" and reply["compiled"] is True
     # A wrong first trial asks for the probe (one byte back), no verdict yet.
@@ -402,7 +403,7 @@ def test_timings_a_self_judging_child_claims_are_held_to_the_zygotes_clock(tmp_p
         run = ChildStream(_child(), "tok")
         run.feed(READY + JOB_TAKEN + QUIET + _framed("tok", claims))
         run.done_at = run.quiet_at + window
-        reply = zygote._verdict(run, _job(), None)
+        reply = final_reply(run, _job(), None)
         assert reply["hack"] is forged and (reply["speedup"] is None) is forged, reply["timing"]["cross_check"]
         assert reply["timing"]["cross_check"]["window_s"] == window
     os.rmdir(zygote.root)
