@@ -35,6 +35,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--output-dir", help="override config.output_dir")
     parser.add_argument("--backend", choices=("auto", "npu", "cuda", "interpreter"), help="override config.backend")
     parser.add_argument("--no-resume", action="store_true", help="start fresh even if output_dir has checkpoints")
+    parser.add_argument(
+        "--preset",
+        help="objective preset applied under the file's keys: grpo, dr_grpo, dapo or segment_grpo (the ablations)",
+    )
     parser.add_argument("--help-config", action="store_true", help="list every config field with its help and exit")
     parser.set_defaults(func=run_train)
 
@@ -67,7 +71,7 @@ def run_train(args: argparse.Namespace) -> int:
         raise ValueError("--config FILE is required (see examples/configs/segment_grpo_tiny.yaml)")
     from ascend_kernel_gym.agents.config import SegmentGRPOConfig
 
-    config = SegmentGRPOConfig.from_yaml(args.config)
+    config = SegmentGRPOConfig.from_yaml(args.config, preset=args.preset)
     if args.iterations is not None:
         config.iterations = args.iterations
     if args.output_dir is not None:

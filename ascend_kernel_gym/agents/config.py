@@ -459,14 +459,16 @@ class SegmentGRPOConfig:
         return cls(**data)
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> SegmentGRPOConfig:
-        """Load a YAML file (a mapping of field names to values)."""
+    def from_yaml(cls, path: str | Path, preset: str | None = None) -> SegmentGRPOConfig:
+        """Load a YAML file (a mapping of field names to values); ``preset`` overrides the file's ``preset`` key."""
         import yaml
 
         p = Path(path)
         if not p.is_file():
             raise FileNotFoundError(f"config file {p} does not exist")
         data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        if preset is not None and isinstance(data, dict):
+            data = {**data, "preset": preset}
         try:
             return cls.from_dict(data)
         except (ValueError, TypeError) as exc:

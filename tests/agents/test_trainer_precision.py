@@ -146,3 +146,15 @@ def test_presets_set_the_ablation_objectives():
     with pytest.raises(ValueError, match="preset"):
         SegmentGRPOConfig.from_dict({"preset": "ppo"})
     assert SegmentGRPOTrainer  # imported for the layering check of this module
+
+
+def test_yaml_preset_and_cli_override(tmp_path):
+    import yaml
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"preset": "grpo", "group_size": 4, "loss_aggregation": "token_mean"}))
+    config = SegmentGRPOConfig.from_yaml(path)
+    # the preset's values, then the file's keys win
+    assert config.advantage == "trajectory" and config.loss_aggregation == "token_mean" and config.group_size == 4
+    config = SegmentGRPOConfig.from_yaml(path, preset="segment_grpo")
+    assert config.advantage == "segment" and config.compaction == {"strategy": "policy"}
