@@ -158,3 +158,23 @@ def test_yaml_preset_and_cli_override(tmp_path):
     assert config.advantage == "trajectory" and config.loss_aggregation == "token_mean" and config.group_size == 4
     config = SegmentGRPOConfig.from_yaml(path, preset="segment_grpo")
     assert config.advantage == "segment" and config.compaction == {"strategy": "policy"}
+
+
+def test_config_picks_the_generation_engine(tmp_path):
+    config = SegmentGRPOConfig(
+        generation_engine="generate",
+        static_cache=True,
+        rollout_waves=2,
+        output_dir=str(tmp_path),
+        resume=None,
+        progress=False,
+        tensorboard=False,
+    )
+    from ascend_kernel_gym.agents.trainer import build_policy
+
+    policy = build_policy(config)
+    assert (policy.engine, policy.static_cache, policy.compile_decode) == ("generate", True, False)
+    with pytest.raises(ValueError, match="generation_engine"):
+        SegmentGRPOConfig(generation_engine="vllm")
+    with pytest.raises(ValueError, match="rollout_waves"):
+        SegmentGRPOConfig(rollout_waves=0)
