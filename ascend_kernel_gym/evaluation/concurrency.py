@@ -45,7 +45,20 @@ MEMORY_POLL_S = 0.25
 RETRY_WARNING_PREFIX = "retried:"
 #: how the evaluator's message for a child over its own host-memory cap starts (not a neighbour's doing)
 OWN_MEMORY_CAP_MESSAGE = "the process used more than"
+#: environment variable: how many host cores the evaluator may use (a Ray actor sets its share)
+CPUS_ENV = "AKG_CPUS"
 _VISIBLE_KEYS = {"cuda": "CUDA_VISIBLE_DEVICES", "npu": "ASCEND_RT_VISIBLE_DEVICES"}
+
+
+def available_cores() -> int:
+    """Host cores the evaluator may use: ``AKG_CPUS`` if set, else the process's CPU affinity."""
+    configured = os.environ.get(CPUS_ENV, "").strip()
+    if configured.isdigit() and int(configured) > 0:
+        return int(configured)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def default_workers_per_device(backend: str, cores: int, devices: int, device_bytes: int | None) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 from ascend_kernel_gym.evaluation.cache import ResultCache, cache_key, harness_fingerprint
 from ascend_kernel_gym.evaluation.concurrency import (
     DeviceGate,
+    available_cores,
     default_workers_per_device,
     device_id,
     device_memory,
@@ -65,7 +66,8 @@ class Evaluator:
         backend: ``auto``, ``interpreter``, ``cuda`` or ``npu``. With ``executor="ray"``, ``auto``
             is what the cluster has (NPUs, else GPUs, else the interpreter on CPUs).
         workers: parallel evaluations (zygotes) in all; spread over the visible devices. Default:
-            ``workers_per_device`` times the devices. Not with ``executor="ray"``.
+            ``workers_per_device`` times the devices. Not with ``executor="ray"``. Host cores
+            count as the process's CPU affinity, or ``AKG_CPUS``.
         timeout_s: wall-clock limit of one evaluation child (default 300 s on the interpreter,
             180 s on cuda, 300 s on npu); a request's ``timeout_s`` overrides it.
         memory_mb: host memory a child may use beyond its warm start (address-space limit on the
@@ -196,7 +198,7 @@ class Evaluator:
         self.timeout_s = float(timeout_s or DEFAULT_TIMEOUT_S[self.backend])
         self.memory_mb = int(memory_mb if memory_mb is not None else DEFAULT_MEMORY_MB[self.backend])
         self.cache = ResultCache(directory=cache_dir) if (cache or cache_dir is not None) else None
-        cores = os.cpu_count() or 1
+        cores = available_cores()
         devices = self._device_count()
         if workers is None:
             self.workers_per_device = workers_per_device or self._default_workers_per_device(cores, devices)

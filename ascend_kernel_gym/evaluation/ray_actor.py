@@ -1,7 +1,7 @@
 """What runs inside the Ray executor's actors: a local evaluator pool per device, and the shared result cache.
 
 Plain classes: :mod:`.ray_executor` makes actors of them (``ray.remote(PoolActor)``), so this
-module imports neither ray nor torch.
+module imports neither ray nor torch (ray only inside an actor).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ascend_kernel_gym.evaluation.cache import ResultCache, harness_fingerprint
+from ascend_kernel_gym.evaluation.concurrency import CPUS_ENV
 from ascend_kernel_gym.evaluation.result import EvalRequest, EvalResult
 
 
@@ -20,6 +21,23 @@ def pool_identity() -> dict[str, str]:
     from ascend_kernel_gym import __version__
 
     return {"version": __version__, "harness": harness_fingerprint()}
+
+
+def actor_cpus(backend: str) -> int | None:
+    """The host cores this actor's pool may use: its CPU reservation on the interpreter, else the
+    node's cores divided among the node's devices (None when Ray does not say)."""
+    import ray
+
+    context = ray.get_runtime_context()
+    if backend == "interpreter":
+        cpus = context.get_assigned_resources().get("CPU")
+        return max(1, int(cpus)) if cpus else None
+    kind = "GPU" if backend == "cuda" else "NPU"
+    node = next((n for n in ray.nodes() if n.get("NodeID") == context.get_node_id()), None)
+    resources = (node or {}).get("Resources", {})
+    if not resources.get(kind) or not resources.get("CPU"):
+        return None
+    return max(1, int(resources["CPU"] // resources[kind]))
 
 
 class PoolActor:
@@ -37,6 +55,9 @@ class PoolActor:
     """
 
     def __init__(self, pool_factory: Callable[..., Any], backend: str, workers_per_device: int | None = None) -> None:
+        cpus = actor_cpus(backend)
+        if cpus:
+            os.environ[CPUS_ENV] = str(cpus)  # the pool sizes its workers and threads from its share
         self.pool = pool_factory(backend=backend, workers_per_device=workers_per_device)
 
     def info(self) -> dict[str, Any]:

@@ -141,6 +141,28 @@ def successor_name(name: str) -> str:
     return f"{name}~1"
 
 
+def generation(name: str) -> int:
+    """How many times the actor of ``name``'s slot was replaced (``x-3`` 0, ``x-3~2`` 2)."""
+    _, sep, count = name.rpartition("~")
+    return int(count) if sep and count.isdigit() else 0
+
+
+def latest_names(bases: list[str], alive: list[str]) -> list[str]:
+    """For each slot name in ``bases``, the newest generation among the ``alive`` named actors (else the base).
+
+    A process that joins a pool after some actors were replaced uses the replacements, and does
+    not start a second actor under the original name (which would wait for a device forever).
+    """
+    newest: dict[str, str] = {}
+    for name in alive:
+        base, sep, count = name.rpartition("~")
+        if not (sep and count.isdigit()):
+            base = name
+        if base in bases and generation(name) >= generation(newest.get(base, base)):
+            newest[base] = name
+    return [newest.get(base, base) for base in bases]
+
+
 def lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
     """Ray's exceptions that mean the actor (or its node, or the call's result) is gone."""
     names = ("RayActorError", "WorkerCrashedError", "ObjectLostError", "NodeDiedError", "OwnerDiedError")
@@ -182,7 +204,7 @@ class RayExecutor:
     """Sends evaluation requests to pool actors on a Ray cluster (used by ``Evaluator(executor="ray")``).
 
     Args:
-        pool_factory: makes an actor's local pool: ``pool_factory(backend=...)``.
+        pool_factory: makes an actor's local pool: ``pool_factory(backend=..., workers_per_device=...)``.
         pool_key: the pool's options as plain data (actors of equal keys are shared).
         backend: ``auto`` (from the cluster's resources), ``interpreter``, ``cuda`` or ``npu``.
         address: where the cluster is (see :func:`ray_init_address`).
@@ -225,10 +247,12 @@ class RayExecutor:
         self._closed = False
         self.stats = {"retries": 0, "actor_replacements": 0, "lost_twice": 0}
         self.members: list[Member] = []
-        for i in range(count):
+        alive = [a["name"] for a in self._ray.util.list_named_actors(all_namespaces=True)
+                 if a.get("namespace") == ACTOR_NAMESPACE]  # fmt: skip
+        for name in latest_names([f"{self.name}-{i}" for i in range(count)], alive):
             with self._cond:
                 self._starting += 1
-            self.members.append(self._spawn(f"{self.name}-{i}"))
+            self.members.append(self._spawn(name))
 
     # --- actors ---------------------------------------------------------------------------------
     def _spawn(self, name: str) -> Member:
@@ -382,10 +406,15 @@ class RayExecutor:
                 self._cond.wait(1.0)
 
     def device_name(self) -> str:
-        """The device of the first started actor (waits for the actors to start)."""
-        self._await_actors(START_TIMEOUT_S)
+        """The device of the first started actor (waits for one to start)."""
+        deadline = time.monotonic() + START_TIMEOUT_S
         with self._cond:
-            return next((m.device for m in self.members if m.ready and m.device), "")
+            while time.monotonic() < deadline:
+                name = next((m.device for m in self.members if m.ready and not m.dead and m.device), "")
+                if name or not self._starting:
+                    return name
+                self._cond.wait(1.0)
+        return ""
 
     def warm_up(self, timeout_s: float = START_TIMEOUT_S) -> None:
         """Wait until every actor has started its pool and its workers."""

@@ -10,6 +10,7 @@ from ascend_kernel_gym.evaluation.concurrency import (
     LOW_MEMORY_BYTES,
     OWN_MEMORY_CAP_MESSAGE,
     DeviceGate,
+    available_cores,
     default_workers_per_device,
     device_id,
     device_memory,
@@ -134,3 +135,14 @@ def test_a_retried_result_says_so() -> None:
     result = _oom("x")
     assert not was_retried(result)
     assert was_retried(mark_retried(result, "why")) and result.warnings == ["retried: why"]
+
+
+def test_available_cores_follow_akg_cpus_then_the_affinity(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setenv("AKG_CPUS", "3")
+    assert available_cores() == 3
+    monkeypatch.setenv("AKG_CPUS", "zero")
+    assert available_cores() == len(os.sched_getaffinity(0))
+    monkeypatch.delenv("AKG_CPUS")
+    assert available_cores() == len(os.sched_getaffinity(0))

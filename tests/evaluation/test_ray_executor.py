@@ -25,6 +25,7 @@ from ascend_kernel_gym.evaluation.ray_executor import (
     actor_options,
     cluster_backend,
     default_actor_count,
+    latest_names,
     ray_init_address,
     successor_name,
 )
@@ -73,6 +74,12 @@ def test_the_backend_and_actors_follow_the_clusters_resources() -> None:
 def test_every_process_names_the_same_successor() -> None:
     assert successor_name("akg-pool-cuda-abc-3") == "akg-pool-cuda-abc-3~1"
     assert successor_name("akg-pool-cuda-abc-3~1") == "akg-pool-cuda-abc-3~2"
+
+
+def test_a_process_that_joins_later_takes_the_newest_replacements() -> None:
+    alive = ["p-0~1", "p-1", "p-1~2", "other-0~5", "p-2~x", "p-0"]
+    assert latest_names(["p-0", "p-1", "p-2"], alive) == ["p-0~1", "p-1~2", "p-2"]
+    assert latest_names(["p-0"], []) == ["p-0"]
 
 
 def test_the_package_does_not_import_ray_unless_the_ray_executor_is_used() -> None:
@@ -203,6 +210,9 @@ def test_the_result_cache_is_shared_by_every_evaluator_of_the_cluster(ray_evalua
     first = Evaluator(backend="interpreter", executor="ray", **POOL)
     second = Evaluator(backend="interpreter", executor="ray", **POOL)
     try:
+        # they join the module's actors (replacements included), and start none of their own
+        names = [m.name for m in ray_evaluator._ray.members]
+        assert [m.name for m in first._ray.members] == names and not any(m.owned for m in first._ray.members)
         assert not first.evaluate(request).cache_hit
         again = second.evaluate(request)
         assert again.cache_hit and again.ok and second.stats["evaluations"] == 0
@@ -226,3 +236,20 @@ def test_an_evaluation_lost_twice_is_a_crash(ray_module, ray_evaluator, relu_tas
     # the pool carries on with the replacements
     after = ray_evaluator.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# after\n", num_trials=1))
     assert after.ok and not was_retried(after)
+
+
+def test_verify_reruns_a_submission_on_the_ray_pool(ray_evaluator, tmp_path, relu_task, relu_solution) -> None:
+    from lb_helpers import episode, result, write_fake_run
+
+    from ascend_kernel_gym.leaderboard.submission import build_submission
+    from ascend_kernel_gym.leaderboard.verify import verify_submission
+
+    device = ray_evaluator.device_name
+    claimed = result(correct=True, backend="interpreter")
+    run = write_fake_run(
+        tmp_path / "run", [episode(relu_task.id, 0, claimed, code=relu_solution + "\n# verify")],
+        task_ids=[relu_task.id], backend="interpreter", device_name=device,
+    )  # fmt: skip
+    report = verify_submission(build_submission(run), evaluator=ray_evaluator)
+    assert report.accepted, report.reasons
+    assert (report.local_backend, report.local_device) == ("interpreter", device) and report.speed_comparable

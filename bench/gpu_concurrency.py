@@ -1,0 +1,331 @@
+"""Several evaluations per GPU (issue 24): throughput, latency and timing stability at 1, 2, 4, 8 workers per device.
+
+The burst of issue 24: every reference solution of the core suite and, for each, a broken
+variant (its ``forward`` raises at the first call: ``tasks.variants.broken_variant``), 90
+requests with the full shape profile and the result cache off, evaluated by
+``Evaluator(workers_per_device=c)`` for each ``c`` of ``--concurrency``, in two request orders
+(``interleaved``: solution, broken, solution, ...; ``shuffled``: a fixed random permutation).
+Per run: evaluations per minute (requests / the burst's wall time), latency p50 / p95 (each
+evaluation's own ``total`` time, waits for a worker and for the device lease included), verdicts
+against the baseline run (the lowest concurrency, first order), and for every task correct in
+both runs the relative difference of its speedup to the baseline's: the maximum, the median and
+the tasks beyond 3 %. The baseline's repeat at the same concurrency in the other order is the
+noise floor (two W=1 runs agreed within 3.4 % in issue 24).
+
+Runs go in priority order (baseline, highest concurrency, baseline in the other order, then the
+rest) and a run that would end past ``--budget-s`` is left out (and said so), so the whole script
+fits one 10-minute call; results are written after every run, progress printed as it goes.
+
+    python bench/gpu_concurrency.py                   # cuda: bench/results/gpu_concurrency_h200.{md,json}
+    python bench/gpu_concurrency.py --backend interpreter --dry --concurrency 1,2 --out /tmp/c.md  # CPU smoke test
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _bootstrap  # noqa: E402, F401  (before the package: works without gymnasium)
+
+from ascend_kernel_gym.evaluation import EvalRequest, EvalResult, Evaluator  # noqa: E402
+from ascend_kernel_gym.tasks import load_suite  # noqa: E402
+from ascend_kernel_gym.tasks.variants import broken_variant  # noqa: E402
+
+ORDERS = ("interleaved", "shuffled")
+#: a speedup that moved by more than this share of the baseline's counts as moved
+THRESHOLD = 0.03
+DRY_TASKS = "core/L1/relu,core/L1/softmax,core/L2/linear_gelu"
+DEFAULT_OUT = ROOT / "bench" / "results" / "gpu_concurrency_h200.md"
+
+
+def parse_concurrency(text: str) -> list[int]:
+    """``"1,2,4,8"`` -> ``[1, 2, 4, 8]`` (sorted, unique, each >= 1)."""
+    values = sorted({int(part) for part in text.split(",") if part.strip()})
+    if not values or values[0] < 1:
+        raise argparse.ArgumentTypeError(f"--concurrency needs positive integers, got {text!r}")
+    return values
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="cuda", choices=("cuda", "npu", "interpreter"))
+    parser.add_argument("--concurrency", type=parse_concurrency, default=[1, 2, 4, 8], help="workers per device")
+    parser.add_argument("--orders", default=",".join(ORDERS), help=f"request orders, of {ORDERS}")
+    parser.add_argument("--tasks", default=None, help="comma-separated task ids (default: all with solutions)")
+    parser.add_argument("--levels", default=None, help="comma-separated levels (default: all)")
+    parser.add_argument("--reps", type=int, default=100, help="timed repetitions per model (default 100)")
+    parser.add_argument("--timeout", type=float, default=None, help="per-evaluation limit (default: the evaluator's)")
+    parser.add_argument("--budget-s", type=float, default=510.0, help="leave out runs that would end later")
+    parser.add_argument("--ascend", default="off", choices=("off", "warn"), help="Ascend checks and lowering")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the shuffled order")
+    parser.add_argument("--dry", action="store_true", help=f"tiny run: {DRY_TASKS}, 5 timed reps, small shapes")
+    parser.add_argument("--out", type=Path, default=None, help="markdown output (default: $OUT or bench/results)")
+    return parser
+
+
+def burst(tasks: list[Any], profile: str | None) -> list[dict[str, Any]]:
+    """The requests: each task's reference solution and its broken variant, interleaved."""
+    items = []
+    for task in tasks:
+        code = task.solution_source() or ""
+        for kind, source in (("solution", code), ("broken", broken_variant(code))):
+            request = EvalRequest(task=task, code=source, profile=profile)
+            items.append({"label": f"{task.id} {kind}", "task": task.id, "kind": kind, "request": request})
+    return items
+
+
+def ordered(items: list[dict[str, Any]], order: str, seed: int) -> list[dict[str, Any]]:
+    if order == "interleaved":
+        return list(items)
+    if order == "shuffled":
+        shuffled = list(items)
+        random.Random(seed).shuffle(shuffled)
+        return shuffled
+    raise ValueError(f"unknown order {order!r}; choose from {ORDERS}")
+
+
+def plan(concurrency: list[int], orders: list[str]) -> list[tuple[int, str]]:
+    """Runs by priority: baseline, the highest concurrency, the baseline in the second order, then the rest."""
+    low, first = concurrency[0], orders[0]
+    runs = [(low, first)]
+    runs += [(c, first) for c in sorted(concurrency[1:], reverse=True)[:1]]
+    runs += [(low, o) for o in orders[1:]]
+    runs += [(c, first) for c in sorted(concurrency[1:], reverse=True)[1:]]
+    runs += [(c, o) for o in orders[1:] for c in sorted(concurrency[1:], reverse=True)]
+    return runs
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ranked = sorted(values)
+    return ranked[min(len(ranked) - 1, max(0, round(q * (len(ranked) - 1))))]
+
+
+def run_once(
+    items: list[dict[str, Any]], per_device: int, order: str, options: dict[str, Any], seed: int
+) -> dict[str, Any]:
+    """One burst through a fresh evaluator with ``per_device`` workers per device."""
+    queue = ordered(items, order, seed)
+    started = time.perf_counter()
+    with Evaluator(workers_per_device=per_device, cache=False, **options) as ev:
+        ev.warm_up()
+        warm_s = time.perf_counter() - started
+        rows: list[dict[str, Any] | None] = [None] * len(queue)
+        begin = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=ev.workers) as pool:
+            futures = {pool.submit(ev.evaluate, item["request"]): i for i, item in enumerate(queue)}
+            for done, future in enumerate(as_completed(futures), 1):
+                i = futures[future]
+                rows[i] = row_of(queue[i], future.result(), time.perf_counter() - begin)
+                if done % 15 == 0 or done == len(queue):
+                    print(f"  c={per_device} {order}: {done}/{len(queue)} in {time.perf_counter() - begin:.0f} s",
+                          flush=True)  # fmt: skip
+        makespan = time.perf_counter() - begin
+        workers = ev.workers
+    done_rows = [r for r in rows if r is not None]
+    latencies = [r["total_s"] for r in done_rows if r["total_s"] is not None]
+    return {
+        "per_device": per_device,
+        "workers": workers,
+        "order": order,
+        "warm_s": round(warm_s, 2),
+        "makespan_s": round(makespan, 2),
+        "per_min": round(60 * len(done_rows) / makespan, 2) if makespan > 0 else None,
+        "p50_s": percentile(latencies, 0.5),
+        "p95_s": percentile(latencies, 0.95),
+        "ok": sum(r["ok"] for r in done_rows),
+        "rows": done_rows,
+    }
+
+
+def row_of(item: dict[str, Any], result: EvalResult, finished_s: float) -> dict[str, Any]:
+    return {
+        "label": item["label"],
+        "task": item["task"],
+        "kind": item["kind"],
+        "ok": result.ok,
+        "error_type": result.error_type.value,
+        "speedup": result.speedup,
+        "total_s": result.stage_durations.get("total"),
+        "finished_s": round(finished_s, 3),
+        "retried": any(w.startswith("retried:") for w in result.warnings),
+        "lease": result.timing.get("device_lease"),
+    }
+
+
+def compare(base: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """Verdict changes and speedup differences of ``other`` against ``base``."""
+    mine = {r["label"]: r for r in base["rows"]}
+    theirs = {r["label"]: r for r in other["rows"]}
+    changed = sorted(label for label in mine.keys() & theirs.keys() if mine[label]["ok"] != theirs[label]["ok"])
+    moved = []
+    for label in sorted(mine.keys() & theirs.keys()):
+        a, b = mine[label], theirs[label]
+        if a["ok"] and b["ok"] and a["speedup"] and b["speedup"]:
+            moved.append((abs(b["speedup"] - a["speedup"]) / a["speedup"], label, a["speedup"], b["speedup"]))
+    moved.sort(reverse=True)
+    diffs = [m[0] for m in moved]
+    return {
+        "verdicts_changed": changed,
+        "compared": len(moved),
+        "max_rel": round(max(diffs), 4) if diffs else None,
+        "median_rel": round(statistics.median(diffs), 4) if diffs else None,
+        "over": sum(d > THRESHOLD for d in diffs),
+        "worst": [{"label": m[1], "base": m[2], "other": m[3], "rel": round(m[0], 4)} for m in moved[:5]],
+    }
+
+
+def _num(value: Any, fmt: str = ".2f") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
+    lines = [
+        f"# Evaluations per device: {meta['backend']}, {meta['requests']} requests per burst",
+        "",
+        f"- date: {meta['date']}; device: {meta['device']}; host: {meta['cores']} cores",
+        f"- versions: {', '.join(f'{k} {v}' for k, v in meta['versions'].items())}, Python {meta['python']}",
+        f"- command: `{meta['command']}`",
+        f"- burst: {meta['tasks']} reference solutions + as many broken variants, profile {meta['profile']}, "
+        f"cache off, {meta['reps']} timed reps per model, Ascend checks {meta['ascend']}",
+        f"- baseline: c={runs[0]['per_device']} {runs[0]['order']}" if runs else "- no run finished",
+        "",
+        "| workers/device | order | eval/min | x baseline | burst s | warm-up s | p50 s | p95 s | correct | "
+        "verdicts changed | speedups compared | max rel diff | median rel diff | > 3 % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    base = runs[0] if runs else None
+    for run in runs:
+        cmp = compare(base, run) if base is not None else {}
+        ratio = run["per_min"] / base["per_min"] if base and base["per_min"] and run["per_min"] else None
+        lines.append(
+            f"| {run['per_device']} ({run['workers']} in all) | {run['order']} | {_num(run['per_min'], '.1f')} | "
+            f"{_num(ratio)} | {_num(run['makespan_s'], '.1f')} | {_num(run['warm_s'], '.1f')} | "
+            f"{_num(run['p50_s'])} | {_num(run['p95_s'])} | {run['ok']}/{len(run['rows'])} | "
+            f"{len(cmp.get('verdicts_changed', []))} | {cmp.get('compared', 0)} | "
+            f"{_num(cmp.get('max_rel'), '.2%')} | {_num(cmp.get('median_rel'), '.2%')} | {cmp.get('over', 0)} |"
+        )
+    lines.append("")
+    for run in runs[1:]:
+        cmp = compare(base, run)
+        if cmp["worst"]:
+            worst = ", ".join(
+                f"{w['label']} {w['base']:.3g} -> {w['other']:.3g} ({w['rel']:.1%})" for w in cmp["worst"]
+            )
+            lines.append(f"- c={run['per_device']} {run['order']}: largest speedup moves: {worst}")
+        if cmp["verdicts_changed"]:
+            lines.append(
+                f"- c={run['per_device']} {run['order']}: verdicts changed: {', '.join(cmp['verdicts_changed'])}"
+            )
+    for note in meta.get("left_out", []):
+        lines.append(f"- left out: {note}")
+    if base is not None and not any(compare(base, r)["compared"] for r in runs[1:]):
+        lines.append("- no speedups to compare (none measured on this backend, or one run only)")
+    return "\n".join(lines) + "\n"
+
+
+def write(out: Path, meta: dict[str, Any], runs: list[dict[str, Any]]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(meta, runs))
+    out.with_suffix(".json").write_text(json.dumps({"meta": meta, "runs": runs}, indent=2))
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for dist in ("torch", "triton", "triton-ascend", "torch_npu"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    orders = [o.strip() for o in args.orders.split(",") if o.strip()]
+    for order in orders:
+        if order not in ORDERS:
+            raise SystemExit(f"unknown order {order!r}; choose from {ORDERS}")
+    if args.dry:
+        args.tasks = args.tasks or DRY_TASKS
+        args.reps = min(args.reps, 5)
+    profile = "small" if args.backend == "interpreter" else "full"
+    tasks = [t for t in load_suite("core") if t.solution_path is not None]
+    if args.tasks:
+        wanted = {s.strip() for s in args.tasks.split(",") if s.strip()}
+        tasks = [t for t in tasks if t.id in wanted]
+    if args.levels:
+        levels = {int(s) for s in args.levels.split(",") if s.strip()}
+        tasks = [t for t in tasks if t.level in levels]
+    if not tasks:
+        raise SystemExit("no task with a reference solution matches --tasks / --levels")
+    out = args.out or (Path(os.environ["OUT"]) / DEFAULT_OUT.name if os.environ.get("OUT") else DEFAULT_OUT)
+    items = burst(tasks, profile)
+    options = {
+        "backend": args.backend, "profile_reps": args.reps, "timeout_s": args.timeout,
+        "ascend_checks": args.ascend, "ascend_lower": args.ascend,
+    }  # fmt: skip
+    started = time.perf_counter()
+    meta: dict[str, Any] = {
+        "backend": args.backend,
+        "date": dt.datetime.now().isoformat(timespec="seconds"),
+        "device": "-",
+        "cores": os.cpu_count(),
+        "versions": _versions(),
+        "python": platform.python_version(),
+        "command": "python "
+        + " ".join([os.path.relpath(__file__, ROOT), *(argv if argv is not None else sys.argv[1:])]),
+        "tasks": len(tasks),
+        "requests": len(items),
+        "profile": profile,
+        "reps": args.reps,
+        "ascend": args.ascend,
+        "left_out": [],
+    }
+    runs: list[dict[str, Any]] = []
+    took: dict[int, float] = {}
+    for per_device, order in plan(args.concurrency, orders):
+        elapsed = time.perf_counter() - started
+        guess = took.get(per_device) or max(took.values(), default=0.0)
+        if runs and elapsed + guess > args.budget_s:
+            meta["left_out"].append(f"c={per_device} {order} (about {guess:.0f} s; {elapsed:.0f} s of "
+                                    f"{args.budget_s:.0f} s spent)")  # fmt: skip
+            print(f"left out: c={per_device} {order}", flush=True)
+            continue
+        print(f"run: {per_device} per device, {order}, {len(items)} requests", flush=True)
+        t0 = time.perf_counter()
+        run = run_once(items, per_device, order, options, args.seed)
+        took[per_device] = time.perf_counter() - t0
+        runs.append(run)
+        if meta["device"] == "-":
+            from ascend_kernel_gym.backends.detect import device_info
+
+            meta["device"] = device_info(args.backend).name
+        meta["elapsed_s"] = round(time.perf_counter() - started, 1)
+        write(out, meta, runs)
+        print(
+            f"  {run['per_min']} eval/min, p50 {run['p50_s']} s, p95 {run['p95_s']} s, {run['ok']} correct", flush=True
+        )
+    print(render(meta, runs))
+    print(f"wrote {out} and {out.with_suffix('.json')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

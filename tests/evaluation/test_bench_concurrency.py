@@ -1,0 +1,95 @@
+"""bench/gpu_concurrency.py (issue 24's burst at several workers per GPU): its arguments, its plan and
+comparisons, and a tiny run on the CPU interpreter, so that the H200 run works the first time."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return _load("gpu_concurrency")
+
+
+def test_arguments(bench) -> None:
+    args = bench.build_parser().parse_args([])
+    assert args.backend == "cuda" and args.concurrency == [1, 2, 4, 8] and args.reps == 100
+    assert args.budget_s < 540  # the whole script fits one 10-minute call
+    args = bench.build_parser().parse_args(["--concurrency", "8,1,2,2", "--backend", "interpreter", "--dry"])
+    assert args.concurrency == [1, 2, 8] and args.dry
+    with pytest.raises(argparse.ArgumentTypeError):
+        bench.parse_concurrency("0,2")
+
+
+def test_runs_go_by_priority(bench) -> None:
+    plan = bench.plan([1, 2, 4, 8], ["interleaved", "shuffled"])
+    assert plan[:3] == [(1, "interleaved"), (8, "interleaved"), (1, "shuffled")]
+    assert sorted(plan) == sorted((c, o) for c in (1, 2, 4, 8) for o in ("interleaved", "shuffled"))
+
+
+def test_the_burst_pairs_each_solution_with_a_broken_variant(bench) -> None:
+    from ascend_kernel_gym.tasks import get_task
+
+    items = bench.burst([get_task("core/L1/relu"), get_task("core/L1/softmax")], "small")
+    assert [i["kind"] for i in items] == ["solution", "broken", "solution", "broken"]
+    assert "deliberately broken" in items[1]["request"].code
+    shuffled = bench.ordered(items, "shuffled", seed=0)
+    assert sorted(i["label"] for i in shuffled) == sorted(i["label"] for i in items)
+    assert bench.ordered(items, "shuffled", seed=0) == shuffled  # a fixed order, the same in every run
+
+
+def _row(label: str, ok: bool, speedup: float | None) -> dict:
+    return {"label": label, "ok": ok, "speedup": speedup}
+
+
+def test_speedups_are_compared_only_where_both_runs_are_correct(bench) -> None:
+    base = {"rows": [_row("a", True, 2.0), _row("b", True, 1.0), _row("c", True, 3.0), _row("d", False, None)]}
+    other = {"rows": [_row("a", True, 2.02), _row("b", True, 1.10), _row("c", False, None), _row("d", False, None)]}
+    cmp = bench.compare(base, other)
+    assert cmp["compared"] == 2 and cmp["max_rel"] == pytest.approx(0.10) and cmp["over"] == 1
+    assert cmp["verdicts_changed"] == ["c"] and cmp["worst"][0]["label"] == "b"
+    assert bench.percentile([3.0, 1.0, 2.0], 0.5) == 2.0 and bench.percentile([], 0.5) is None
+
+
+@pytest.mark.slow
+def test_a_tiny_run_on_the_interpreter(tmp_path) -> None:
+    out = tmp_path / "c.md"
+    argv = ["--backend", "interpreter", "--dry", "--tasks", "core/L1/relu", "--concurrency", "1,2"]
+    argv += ["--orders", "interleaved", "--out", str(out)]
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "gpu_concurrency.py"), *argv],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "run: 2 per device" in proc.stdout  # progress as it goes
+    data = json.loads(out.with_suffix(".json").read_text())
+    runs = data["runs"]
+    assert [(r["per_device"], r["order"]) for r in runs] == [(1, "interleaved"), (2, "interleaved")]
+    for run in runs:
+        assert run["ok"] == 1 and len(run["rows"]) == 2 and run["per_min"] > 0
+    assert "| 2 (2 in all) | interleaved |" in out.read_text()
+
+
+def test_ray_overhead_bench_arguments() -> None:
+    bench = _load("bench_ray_overhead")
+    args = bench.build_parser().parse_args(["--copies", "1", "--bursts", "2"])
+    assert (args.copies, args.bursts, args.workers) == (1, 2, 2)
+    requests = bench.requests_for(["core/L1/relu"], 2, burst=0, trials=1)
+    assert len({r.code for r in requests}) == 2 and all(r.num_trials == 1 for r in requests)
