@@ -31,7 +31,7 @@ from ascend_kernel_gym.evaluation.errors import REFERENCE_BROKE_DEVICE
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.lower_stage import run_lower_stage
 from ascend_kernel_gym.evaluation.pool import ZygoteError, ZygoteHandle, result_from_reply
-from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalRequest, EvalResult, Stage
+from ascend_kernel_gym.evaluation.result import ErrorType, EvalRequest, EvalResult, Stage
 from ascend_kernel_gym.evaluation.static_runner import check_source_bounded as check_source  # time-limited
 from ascend_kernel_gym.tasks.task import Task
 
@@ -337,9 +337,9 @@ class Evaluator:
             result.error_type = report.error_type
             result.error_message = report.message()
             result.warnings = list(report.warnings)
-            if result.error_type in HACK_ERROR_TYPES:
+            if report.hack:  # an unused forbidden import is refused, but is no attempt to game the harness
                 result.hack = True
-                result.hack_reasons = [f"{result.error_type.value}: {v.render()}" for v in report.violations][:8]
+                result.hack_reasons = [f"{v.error_type.value}: {v.render()}" for v in report.hack_violations][:8]
             with self._lock:
                 self.stats["static_rejects"] += 1
             return result
@@ -487,6 +487,8 @@ class Evaluator:
                 "rtol": request.task.rtol,
                 "backend": self.backend,
                 "profile": profile,
+                # the profile's sizes (a small profile derived to AKG_SMALL_BUDGET changes with it)
+                "sizes": repr(sorted(request.task.profiles.get(profile, {}).items())),
                 "num_trials": num_trials,
                 "perf": bool(request.measure_performance),
                 "seed": request.seed,

@@ -97,6 +97,13 @@ def _register_verify(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, default=None, help="evaluator workers (default: evaluator's default)")
     p.add_argument("--timeout", type=float, default=None, help="per-kernel time limit in seconds")
     p.add_argument(
+        "--evaluator",
+        default=None,
+        metavar="ADDRESS",
+        help="evaluate on a shared pool: ray://auto, ray://HOST:PORT or HOST:PORT (default: $AKG_EVALUATOR, else a "
+        "local pool)",
+    )
+    p.add_argument(
         "--allow-suite-change",
         action="store_true",
         help="accept a suite whose other task files changed, as long as the submission's own task files match",
@@ -264,6 +271,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             data,
             backend=args.backend,
             speedup_tolerance=args.tolerance,
+            evaluator=args.evaluator,
             workers=args.workers,
             timeout_s=args.timeout,
             progress=not args.json,

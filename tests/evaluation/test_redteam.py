@@ -52,11 +52,7 @@ HEADER_RE = re.compile(
 )
 
 #: Cases the evaluator gets wrong today, keyed by file stem; the reason names the finding.
-KNOWN_FAILURES: dict[str, str] = {
-    # The static stage marks it no hack (StaticReport.hack); evaluator.py still makes every
-    # `forbidden` static refusal a hack until it reads that mark (issue 22 point 5).
-    "legit_unused_numpy_import": "issue 22 pt 5: evaluator.py must take `hack` from StaticReport.hack",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _header(path: Path) -> dict[str, str]:
@@ -150,9 +146,10 @@ def test_redteam_case(path: Path, redteam_results) -> None:
     else:
         assert not result.correct and not result.ok, f"{path.name} is a cheat or broken, yet came back correct"
         assert result.error_message, "every failure carries a message"
-    assert result.hack == _expected_hack(result)
-    if "hack" in meta:
+    if "hack" in meta:  # the file says (an unused forbidden import is refused without being a hack)
         assert result.hack == (meta["hack"] == "yes"), f"{path.name}: hack={result.hack}: {result.error_message[:300]}"
+    else:
+        assert result.hack == _expected_hack(result)
     if "canary" in meta:
         assert not harm["canaries"][meta["canary"]], f"{path.name} wrote {meta['canary']} outside its sandbox"
     if "max_output_tail" in meta:
