@@ -48,31 +48,42 @@ def floating_slots(model: Any) -> list[Slot]:
 
 
 def _varied(tensor: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-    """Fresh values for ``tensor``: same shape, around its scale, keeping its sign and range."""
-    base = tensor.detach().to("cpu", torch.float32)
+    """Fresh values for ``tensor``: same shape, around its scale, keeping its sign and range.
+
+    Drawn on the tensor's own device (a model's parameters can be hundreds of millions of
+    elements: a CPU draw of those takes seconds per trial in a single-threaded child).
+    """
+    base = tensor.detach().to(torch.float32)
     low, high = float(base.min()), float(base.max())
     mean = float(base.mean())
     spread = float(base.std()) if base.numel() > 1 else 0.0
     scale = max(spread, abs(mean), 1e-2) if spread or mean else 0.5
-    noise = torch.randn(base.shape, generator=gen, dtype=torch.float32)
+    noise = torch.randn(base.shape, generator=gen, device=base.device, dtype=torch.float32)
     if low == high == 0.0:
-        out = 0.5 * noise  # zeros (a bias, a running mean): a spread around them
+        out = noise.mul_(0.5)  # zeros (a bias, a running mean): a spread around them
     elif 0.0 <= low and high <= 1.0 and high > low:
-        out = torch.rand(base.shape, generator=gen, dtype=torch.float32)  # probabilities stay probabilities
+        out = torch.rand(base.shape, generator=gen, device=base.device, dtype=torch.float32)  # probabilities stay so
     elif low >= 0.0:
         # Positive: a log-normal around the typical magnitude (ones become 0.3..3; variances stay > 0).
         typical = max(abs(mean), spread, 1e-3)
-        out = typical * torch.exp(0.6 * noise)
+        out = noise.mul_(0.6).exp_().mul_(typical)
     else:
-        out = mean + scale * noise
+        out = noise.mul_(scale).add_(mean)
     return out.to(tensor.dtype)
 
 
 def draw_values(slots: list[Slot], seed: int) -> dict[str, torch.Tensor]:
-    """New values (on the CPU) for every slot, the same in every process for the same seed."""
-    gen = torch.Generator(device="cpu")
-    gen.manual_seed(seed)
-    return {name: _varied(tensor, gen) for name, tensor in slots}
+    """New values (on each tensor's device) for every slot, the same in every process for the same
+    seed and device."""
+    generators: dict[torch.device, torch.Generator] = {}
+    values = {}
+    for name, tensor in slots:
+        gen = generators.get(tensor.device)
+        if gen is None:
+            gen = generators[tensor.device] = torch.Generator(device=tensor.device)
+            gen.manual_seed(seed)
+        values[name] = _varied(tensor, gen)
+    return values
 
 
 def snapshot(slots: list[Slot]) -> dict[str, torch.Tensor]:
