@@ -87,10 +87,12 @@ def test_evaluate_many_keeps_request_order(evaluator, relu_task, relu_solution) 
 def test_static_rejection_needs_no_worker(relu_task) -> None:
     ev = Evaluator(backend="interpreter", workers=1, start=False)
     try:
-        result = ev.evaluate(EvalRequest(task=relu_task, code="import subprocess\n"))
+        result = ev.evaluate(EvalRequest(task=relu_task, code="import subprocess\nsubprocess.run(['id'])\n"))
         assert result.error_type == ErrorType.FORBIDDEN
         assert result.stage == Stage.STATIC and result.format_ok and not result.static_ok
         assert result.hack and result.hack_reasons
+        unused = ev.evaluate(EvalRequest(task=relu_task, code="import subprocess\n"))
+        assert unused.error_type == ErrorType.FORBIDDEN and not unused.hack  # refused, but no attempt
         assert not ev._handles[0].alive()  # no process was started for it
         empty = ev.evaluate(EvalRequest(task=relu_task, code="   "))
         assert empty.error_type == ErrorType.NO_CODE and empty.stage == Stage.FORMAT and not empty.format_ok

@@ -24,7 +24,7 @@ def test_check_json_and_table(tmp_path, capsys) -> None:
     assert result.ok and result.task_id == "core/L1/relu" and result.backend == "interpreter"
 
     bad = tmp_path / "bad.py"
-    bad.write_text("import os\n" + (task.solution_source() or ""))
+    bad.write_text("import os\nHOME = os.getcwd()\n" + (task.solution_source() or ""))
     assert main(["check", str(bad), "--task", str(task.path), "--backend", "interpreter"]) == 1
     out = capsys.readouterr().out
     assert "forbidden" in out and "module `os` is forbidden" in out
