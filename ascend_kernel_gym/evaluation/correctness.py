@@ -253,7 +253,9 @@ def run_correctness(
         )
     if state.judge is None:
         raise StageError(ErrorType.HARNESS_ERROR, "the correctness stage has no judge")
+    progress = _Progress(state.link, job.backend)  # the candidate is built: the compile stage is over
     plan = state.judge.request_plan()
+    progress.send(STARTED)  # the plan is in (a judge in this process built it: the harness's time)
     if not isinstance(plan, dict) or not isinstance(plan.get("trials"), list):
         raise StageError(ErrorType.HARNESS_ERROR, "the judge sent no trial plan")
     if plan.get("profile") != result.profile:
@@ -262,7 +264,6 @@ def run_correctness(
             f"the reference child evaluated profile {plan.get('profile')!r}, this child {result.profile!r}",
         )
     result.warnings.extend(str(note)[:500] for note in list(plan.get("notes") or [])[:16])
-    progress = _Progress(state.link, job.backend)
     params = ParameterTrials(reference, candidate)
     first_call = True
     cases = ShapeCases(state, device)
