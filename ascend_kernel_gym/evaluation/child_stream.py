@@ -87,8 +87,8 @@ class ChildStream:
         self.payload_result = payload_result
         self.taken = False
         self.quiet_asked = False
-        #: the zygote held the device's lease alone when it let the child time (:mod:`.device_lease`)
-        self.lease_held = False
+        #: when the zygote came to hold the device's lease alone for the child's timing
+        #: (:mod:`.device_lease`; None: no lease, or it timed without one)
         self.lease_at: float | None = None
         #: when the zygote let it time
         self.go_at: float | None = None

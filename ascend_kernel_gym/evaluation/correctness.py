@@ -396,7 +396,6 @@ class ParameterTrials:
     the constructed ones back (:mod:`.param_vary`); no method of the candidate runs."""
 
     def __init__(self, reference: Any, candidate: Any) -> None:
-        self.reference = reference
         self.candidate = candidate
         self.slots = floating_slots(reference)
         self.base = snapshot(self.slots)

@@ -94,7 +94,8 @@ def build_plan(job: Job, device: torch.device, tensors: list[torch.Tensor]) -> d
     them (the parameters first, then the distribution), and the plan's ``notes`` say so.
     """
     rng = random.Random(job.seed if job.seed is not None else int.from_bytes(os.urandom(8), "little"))
-    loaded = load_reference(job, init_seed_of(rng), device)
+    init_seed = init_seed_of(rng)
+    loaded = load_reference(job, init_seed, device)
     slack_of = ReferenceSlack(loaded.reference, device)
     slots = floating_slots(loaded.reference)
     base_values = snapshot(slots)
@@ -112,7 +113,7 @@ def build_plan(job: Job, device: torch.device, tensors: list[torch.Tensor]) -> d
                 if name in dropped:
                     continue
                 wanted = describe_trial(spec.distribution, False, case_text(cases[name]))
-                entry = _case_trial(job, loaded, cases[name], device, rng, tensors, notes)
+                entry = _case_trial(job, loaded, cases[name], init_seed, device, rng, tensors, notes)
                 if entry is not None:
                     break
                 dropped.add(name)
@@ -164,7 +165,7 @@ def _main_trial(
         if params is not None:
             write_reference(slots, draw_values(slots, params))
         try:
-            entry = _reference_trial(loaded, device, seed, distribution, slack_of, tensors, varied=vary)
+            entry = _reference_trial(loaded, device, seed, distribution, slack_of, tensors, optional=vary)
         finally:
             if params is not None:
                 write_reference(slots, base_values)
@@ -179,6 +180,7 @@ def _case_trial(
     job: Job,
     loaded: LoadedReference,
     case: Any,
+    init_seed: int,
     device: torch.device,
     rng: random.Random,
     tensors: list[torch.Tensor],
@@ -188,9 +190,9 @@ def _case_trial(
     seed = rng.getrandbits(62)
     problem = ""
     try:
-        models = build_case(job, loaded.profile, case, init_seed_of(random.Random(job.seed)), device)
+        models = build_case(job, loaded.profile, case, init_seed, device)
         entry = _reference_trial(
-            models, device, seed, "task", ReferenceSlack(models.reference, device), tensors, varied=True
+            models, device, seed, "task", ReferenceSlack(models.reference, device), tensors, optional=True
         )
         if entry is None:
             problem = "it raises or returns non-finite values"
@@ -231,10 +233,11 @@ def _reference_trial(
     slack_of: ReferenceSlack,
     tensors: list[torch.Tensor],
     slack: bool = True,
-    varied: bool = False,
+    optional: bool = False,
 ) -> dict[str, Any] | None:
-    """One trial's reference results; None when a varied distribution or varied parameters make
-    the reference fail or return non-finite values."""
+    """One trial's reference results; None when a varied distribution, or anything else that makes
+    the trial ``optional`` (varied parameters, another shape), makes the reference fail or return
+    non-finite values."""
     base = make_inputs(loaded.task_module, seed, distribution, device)
     ref_inputs = clone_inputs(base)
     try:
@@ -247,12 +250,12 @@ def _reference_trial(
         text = f"{type(exc).__name__}: {str(exc)[:300]}"
         if kind == ErrorType.OOM:
             raise StageError(ErrorType.OOM, f"the reference model ran out of memory: {text}") from None
-        if distribution == "task" and not varied:
+        if distribution == "task" and not optional:
             raise StageError(ErrorType.HARNESS_ERROR, f"the task's reference fails on its own inputs: {text}") from None
         if not _device_usable(device):
             raise StageError(ErrorType.HARNESS_ERROR, f"{REFERENCE_BROKE_DEVICE} ({distribution}): {text}") from None
         return None
-    if (distribution != "task" or varied) and not all_finite(out):
+    if (distribution != "task" or optional) and not all_finite(out):
         return None
     changed = inputs_equal(ref_inputs, base)
     entry: dict[str, Any] = {

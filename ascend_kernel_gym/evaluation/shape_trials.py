@@ -52,12 +52,11 @@ def case_text(case: Any) -> str:
 
 @dataclass
 class CaseModels:
-    """One shape case's task module and reference (and, in the candidate's child, its ModelNew)."""
+    """One shape case's task module, init arguments and reference."""
 
     task_module: Any
     init_inputs: list[Any]
     reference: Any
-    candidate: Any = None
 
 
 def build_case(job: Job, profile: str, case: Any, init_seed: int, device: torch.device) -> CaseModels:

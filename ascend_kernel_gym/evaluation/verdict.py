@@ -49,7 +49,7 @@ def final_reply(run: ChildStream, job: Any, judge: Any, keeper: LeaseKeeper | No
         result.timing["cross_check"] = timing_check(result, window, judge.out_bytes if judge is not None else 0)
         if keeper is not None:
             result.timing["device_lease"] = {
-                "held": run.lease_held,
+                "held": run.lease_at is not None,
                 "waited_s": round(keeper.waited_s, 4),
                 "paused_s": round(keeper.paused_s, 4),
                 # CLOCK_MONOTONIC seconds (one clock for every process of the host): from the

@@ -411,8 +411,8 @@ class Zygote:
         if reference is not None:
             self._end_reference(reference)
         if keeper is not None:
-            keeper.leave([spare.pid for spare in self.spares if not spare.ready])
             self.stopped_spares = [spare.pid for spare in self.spares if not spare.ready]
+            keeper.leave(self.stopped_spares)
             deadline += keeper.paused_s
         wall = time.perf_counter() - started
         reply = final_reply(run, job, judge, keeper)
@@ -512,13 +512,12 @@ class Zygote:
         rss_limit = self.baseline_rss + memory_mb * 1024 * 1024 if memory_mb > 0 else 0
         last_poll = 0.0
         base_deadline = deadline
-        timing = False  # the child was told GO: it is timing, nothing pauses it
         paused_seen = 0.0
         stall_limit = self.stall_floor
         while True:
             now = time.perf_counter()
             if keeper is not None:
-                if not timing and quiet_since is None and run.status is None:
+                if run.go_at is None and quiet_since is None and run.status is None:  # not timing
                     keeper.turn(lambda: self._pausable(child, reference))
                 deadline = base_deadline + keeper.paused_s
                 if run.progress_at is not None:  # stopped time is no lack of progress either
@@ -533,7 +532,7 @@ class Zygote:
             elif (
                 run.status is None
                 and not run.reason
-                and not timing
+                and run.go_at is None  # the timing stage is not watched
                 and quiet_since is None
                 and run.progress_at is not None
                 and not (run.plan_asked and not plan_sent)  # waiting for the reference child is not its stall
@@ -589,8 +588,7 @@ class Zygote:
             if quiet_since is not None and self._may_time(keeper, run, now - quiet_since):
                 quiet_since = None
                 run.quiet_asked = False
-                timing = True
-                run.go_at = time.perf_counter()
+                run.go_at = time.perf_counter()  # from now on it times: nothing pauses or watches it
                 self._answer(child, GO)
             if run.status is None:
                 done, wait_status = os.waitpid(pid, os.WNOHANG)
@@ -618,7 +616,7 @@ class Zygote:
 
         Without a lease: once this worker's own spares and leftovers are quiet (or after
         :data:`QUIET_MAX_S`). With one: once this zygote holds the device alone and its own
-        children are quiet; it times anyway (``lease_held`` False) after :data:`LEASE_EXTRA_MAX_S`.
+        children are quiet; it times anyway (without ``lease_at``) after :data:`LEASE_EXTRA_MAX_S`.
         """
         if keeper is None:
             return self._quiet() or asked_s > QUIET_MAX_S
@@ -626,7 +624,7 @@ class Zygote:
         if run.lease_at is None:
             if not keeper.want_exclusive():
                 return keeper.wanted_for() > LEASE_EXTRA_MAX_S
-            run.lease_held, run.lease_at = True, now  # this worker's own quiet wait starts now
+            run.lease_at = now  # this worker's own quiet wait starts now
         return self._quiet() or now - run.lease_at > QUIET_MAX_S
 
     def _pausable(self, child: Child, reference: ChildStream | None) -> list[int]:
