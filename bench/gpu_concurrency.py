@@ -164,6 +164,11 @@ def row_of(item: dict[str, Any], result: EvalResult, finished_s: float) -> dict[
         "finished_s": round(finished_s, 3),
         "retried": any(w.startswith("retried:") for w in result.warnings),
         "lease": result.timing.get("device_lease"),
+        "kernel_ms": result.kernel_ms,
+        "ref_ms": result.ref_ms,
+        "cushion_ms": result.timing.get("cushion_ms"),
+        "host": result.timing.get("host"),
+        "stages": result.stage_durations,
     }
 
 

@@ -352,3 +352,46 @@ def test_every_timed_round_gets_fresh_inputs_so_a_content_cache_never_hits() -> 
     source = RoundInputs(make, base_seed=5)
     first = source[4][0].clone()
     assert not torch.equal(source[5][0], first) and torch.equal(source[4][0], first)  # reproducible per round
+
+
+def _hiccup_protocol(monkeypatch, stalls, reps: int):
+    """A candidate of 3 ms whose host part stalls 60 ms (the window then shows 50 ms of idle
+    device) on the calls ``stalls(n)`` picks (call 1 is the warm-up), against a 40 ms cushion."""
+    import time
+
+    monkeypatch.setattr(timing, "CPU_CUSHION_MS", 40.0)
+    clock = FakeClock()
+    calls = {"n": 0}
+
+    def candidate(k: int):
+        calls["n"] += 1
+        stalled = stalls(calls["n"])
+
+        def call() -> None:
+            if stalled:
+                time.sleep(0.06)
+                clock.advance(50.0)
+            clock.advance(3.0)
+
+        return call
+
+    result = timing.time_side_by_side(
+        candidate, _model(clock, 5.0, [], "ref"), lambda k: None, device_type="cpu", num_sets=3, reps=reps,
+        warmup=1, audit_rounds=0, rng=random.Random(0), flush_bytes=1 << 12, warmup_s=0.0, clock=clock,
+    )  # fmt: skip
+    return result, calls["n"]
+
+
+def test_a_call_whose_host_part_outran_the_cushion_is_timed_again(monkeypatch) -> None:
+    result, calls = _hiccup_protocol(monkeypatch, lambda n: n % 4 == 0, reps=12)
+    assert result.details["kernel_ms_samples"] == pytest.approx([3.0] * 12)
+    host = result.details["host"]
+    assert host["kernel_retimed"] == calls - 1 - 12 >= 2
+    assert host["kernel_exposed_kept"] == 0 and host["ref_retimed"] == 0
+
+
+def test_a_call_that_always_outruns_the_cushion_keeps_its_time(monkeypatch) -> None:
+    result, calls = _hiccup_protocol(monkeypatch, lambda n: n > 1, reps=2)
+    assert result.details["kernel_ms_samples"] == pytest.approx([53.0] * 2)
+    assert calls == 1 + 2 * (1 + timing.HOST_RETRIES)
+    assert result.details["host"]["kernel_exposed_kept"] == 2
