@@ -30,6 +30,7 @@ from ascend_kernel_gym.evaluation.errors import StageError, recorded_out_of_boun
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.local_judge import LocalJudgeLink
 from ascend_kernel_gym.evaluation.process import ChildSetup, Prepared, device_name, limit_memory, prepare
+from ascend_kernel_gym.evaluation.reference_judge import judge_main
 from ascend_kernel_gym.evaluation.reference_run import reference_main
 from ascend_kernel_gym.evaluation.result import ErrorType, Stage
 from ascend_kernel_gym.evaluation.snapshot import check_snapshot
@@ -65,6 +66,8 @@ def child_entry(setup: ChildSetup, job_fd: int, result_fd: int) -> NoReturn:
     prepared.durations["waited"] = round(waited, 4)
     if message.get("role") == "reference":
         reference_main(message["job"], result_fd, str(message.get("token", "")), prepared)
+    if message.get("role") == "judge":
+        judge_main(message["job"], job_fd, result_fd, str(message.get("token", "")), prepared)
     child_main(message["job"], result_fd, str(message.get("token", "")), prepared)
 
 

@@ -51,7 +51,7 @@ from ascend_kernel_gym.evaluation.sandbox_rules import FILL_TORCH_OPS
 from ascend_kernel_gym.evaluation.shape_trials import build_case, case_text, extra_cases
 from ascend_kernel_gym.evaluation.snapshot import check_snapshot
 from ascend_kernel_gym.evaluation.state import ChildState
-from ascend_kernel_gym.evaluation.tensor_wire import WireError, encode_payload_parts, encode_tree
+from ascend_kernel_gym.evaluation.tensor_wire import Exporter, WireError, encode_payload_parts, encode_tree
 from ascend_kernel_gym.evaluation.tensors import storage_nbytes, storage_ptr, storage_ptrs
 from ascend_kernel_gym.evaluation.wire import CONTINUE, PROBE, STARTED, TRIAL_DONE
 
@@ -433,10 +433,21 @@ def _ship_trial(state: ChildState, index: int | str, call: CandidateCall, again:
             "inputs_after": {str(i): encode_tree((call.inputs_after or [])[i], tensors) for i in call.changed},
             "result": _result_so_far(state),
         }
-        payload = encode_payload_parts(header, tensors)
+        export, device = _exporter(state)
+        payload = encode_payload_parts(header, tensors, export, device)
     except WireError as problem:
         raise StageError(ErrorType.WRONG_OUTPUT_TYPE, f"the output cannot be compared: {problem}") from None
     return state.judge.send_trial(payload)
+
+
+def _exporter(state: ChildState) -> tuple[Exporter | None, str]:
+    """How device tensors reach the judge: by CUDA IPC handle (their work finished first), or as bytes."""
+    if state.job.judge_transport != "ipc" or not torch.cuda.is_available():
+        return None, ""
+    from ascend_kernel_gym.evaluation.device_ipc import export_tensor
+
+    torch.cuda.synchronize()
+    return export_tensor, "cuda"
 
 
 def _result_so_far(state: ChildState) -> dict[str, Any]:

@@ -42,6 +42,9 @@ class Job:
     #: the verdict comes from the judge in the zygote (set by the zygote: the interpreter backend);
     #: otherwise the child judges in its own process (device backends, stand-alone children)
     judge_in_zygote: bool = False
+    #: how the trials' tensors reach that judge: ``bytes`` (copied through the zygote) or ``ipc``
+    #: (cuda: device tensors by CUDA IPC handle to the judge in the reference child)
+    judge_transport: str = "bytes"
     #: Test hook: run the timing stage on the interpreter with wall-clock timers and a small
     #: cache flush, to exercise that code without a device. Its numbers mean nothing.
     cpu_timing: bool = False

@@ -32,7 +32,7 @@ from ascend_kernel_gym.evaluation.compare import compare, outputs_close, outputs
 from ascend_kernel_gym.evaluation.errors import StageError, record_failure
 from ascend_kernel_gym.evaluation.outputs import OutputCheckError, flatten_outputs, output_leaves
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
-from ascend_kernel_gym.evaluation.tensor_wire import WireError, decode_tensors, decode_tree
+from ascend_kernel_gym.evaluation.tensor_wire import Importer, WireError, decode_tensors, decode_tree
 
 #: the fastest memory any device has, bytes per second (an H200 moves 4.8e12, a B200 8e12): no
 #: kernel writes its output faster than this
@@ -179,8 +179,18 @@ class Judge:
         return f"trial {index + 1} of {self.num_trials}" + (f": {label}" if label else "")
 
     # --- the candidate's trials -------------------------------------------------------------
-    def judge(self, header: dict[str, Any], body: bytes) -> Verdict:
+    def judge(
+        self,
+        header: dict[str, Any],
+        body: bytes,
+        importer: Importer | None = None,
+        place: torch.device | None = None,
+    ) -> Verdict:
         """Judge one trial message of the candidate's child.
+
+        ``importer`` takes the tensors the child handed over by reference (:mod:`.device_ipc`, the
+        judge in a reference child on a GPU); ``place``: the device the reference's results are
+        on, where the tensors the child sent as bytes from that device type are moved.
 
         Runs PyTorch single-threaded: the zygote forks children, and a process that has entered
         an OpenMP parallel region hands its children a thread team they do not have (their first
@@ -189,7 +199,7 @@ class Judge:
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            return self._judge(header, body)
+            return self._judge(header, body, importer, place)
         finally:
             torch.set_num_threads(threads)
 
@@ -207,9 +217,15 @@ class Judge:
         except StageError as failure:
             return Verdict("fail", failure)
 
-    def _judge(self, header: dict[str, Any], body: bytes) -> Verdict:
+    def _judge(
+        self, header: dict[str, Any], body: bytes, importer: Importer | None, place: torch.device | None
+    ) -> Verdict:
         try:
-            tensors = decode_tensors(header, body)
+            tensors = decode_tensors(header, body, importer)
+            if place is not None:
+                tensors = [
+                    (t.to(place) if label == place.type and t.device != place else t, label) for t, label in tensors
+                ]
             index = header["index"]
             output = _decode(header["output"], tensors)
             again = _decode(header["again"], tensors) if header.get("again") is not None else None

@@ -29,7 +29,7 @@ from typing import Any
 
 from ascend_kernel_gym.evaluation.concurrency import OWN_MEMORY_CAP_MESSAGE
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
-from ascend_kernel_gym.evaluation.wire import HEADER, LEASE_EXTRA_MAX_S, write_message
+from ascend_kernel_gym.evaluation.wire import HEADER, JUDGE_MODES, LEASE_EXTRA_MAX_S, write_message
 from ascend_kernel_gym.evaluation.zygote import BOOTSTRAP
 
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "TMPDIR", "PYTHONHASHSEED", "SYSTEMROOT")
@@ -71,6 +71,14 @@ def report_missing_layers(backend: str, missing: dict[str, str]) -> None:
         RuntimeWarning,
         stacklevel=2,
     )
+
+
+def judge_mode_from_env() -> str:
+    """``AKG_JUDGE`` (empty: the backend's default); raises ``ValueError`` for an unknown mode."""
+    mode = os.environ.get("AKG_JUDGE", "")
+    if mode and mode not in JUDGE_MODES:
+        raise ValueError(f"AKG_JUDGE must be one of {', '.join(JUDGE_MODES)} (or unset), got {mode!r}")
+    return mode
 
 
 class ZygoteError(RuntimeError):
@@ -166,9 +174,10 @@ class ZygoteHandle:
                 "tmp_root": self.tmp_root,
                 "prefork": self.prefork,
                 "os_sandbox": self.os_sandbox,
-                # Where correctness is judged: "zygote" or "child" (default: the zygote on the
-                # interpreter, the child on devices). A knob for tests and debugging.
-                "judge": os.environ.get("AKG_JUDGE", ""),
+                # Where correctness is judged: "zygote", "reference" or "child" (default: the
+                # zygote on the interpreter, the reference child on cuda, the candidate's child
+                # on npu). A knob for tests and debugging.
+                "judge": judge_mode_from_env(),
                 # Several zygotes per device: "1"/"0" forces the device lease on / off (default: on
                 # for devices), and where its lock files live (evaluation/device_lease.py).
                 "device_lease": os.environ.get("AKG_DEVICE_LEASE", ""),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -111,12 +112,39 @@ def _padding(size: int) -> int:
     return -size % ALIGN
 
 
-def encode_payload_parts(header: dict[str, Any], tensors: list[torch.Tensor]) -> list[memoryview | bytes]:
-    """:func:`encode_payload` as pieces to write one after the other (no joined copy of the bytes)."""
+#: how a device tensor is handed over instead of its bytes (:func:`.device_ipc.export_tensor`)
+Exporter = Callable[[torch.Tensor], dict[str, Any]]
+#: how the receiving side turns such an entry into a tensor: ``(entry["ipc"], dtype, shape)``
+Importer = Callable[[dict[str, Any], torch.dtype, list[int]], torch.Tensor]
+
+
+class ExportError(RuntimeError):
+    """Raised by an :data:`Exporter` that cannot hand this tensor over (its bytes are sent instead)."""
+
+
+def encode_payload_parts(
+    header: dict[str, Any], tensors: list[torch.Tensor], export: Exporter | None = None, export_device: str = ""
+) -> list[memoryview | bytes]:
+    """:func:`encode_payload` as pieces to write one after the other (no joined copy of the bytes).
+
+    With ``export``, tensors on ``export_device`` are described by ``export(tensor)`` (an
+    ``"ipc"`` entry, no bytes) where it does not raise :class:`ExportError`.
+    """
     entries: list[dict[str, Any]] = []
     blobs: list[memoryview | bytes] = []
     body_size = 0
     for tensor in tensors:
+        if export is not None and tensor.device.type == export_device:
+            try:
+                shared = export(tensor)
+            except ExportError:
+                pass
+            else:
+                entries.append(
+                    {"dtype": _dtype_name(tensor.dtype), "shape": [int(s) for s in tensor.shape],
+                     "device": export_device, "nbytes": 0, "ipc": shared}
+                )  # fmt: skip
+                continue
         entry, data = tensor_bytes(tensor)
         entries.append(entry)
         blobs.append(data)
@@ -136,10 +164,14 @@ def encode_payload(header: dict[str, Any], tensors: list[torch.Tensor]) -> bytes
     return b"".join(encode_payload_parts(header, tensors))
 
 
-def decode_tensors(header: dict[str, Any], body: bytes | bytearray) -> list[tuple[torch.Tensor, str]]:
+def decode_tensors(
+    header: dict[str, Any], body: bytes | bytearray, importer: Importer | None = None
+) -> list[tuple[torch.Tensor, str]]:
     """The payload's tensors as CPU tensors (meta ones as meta), each with its device type.
 
     A ``bytearray`` body is used in place (the tensors share its memory); ``bytes`` are copied once.
+    Entries handed over by reference (``"ipc"``) are accepted only with an ``importer``, which
+    returns the tensor (and raises :class:`WireError` for an entry it refuses).
     """
     if not isinstance(body, bytearray):
         body = bytearray(body)
@@ -158,6 +190,11 @@ def decode_tensors(header: dict[str, Any], body: bytes | bytearray) -> list[tupl
         if len(shape) > 64 or not all(type(s) is int and 0 <= s < 1 << 40 for s in shape):
             raise WireError("tensor entry has a bad shape")
         numel = math.prod(shape)
+        if "ipc" in entry:
+            if importer is None or nbytes != 0 or not isinstance(entry["ipc"], dict):
+                raise WireError("a tensor entry handed over by reference is not accepted here")
+            out.append((importer(entry["ipc"], dtype, list(shape)), device))
+            continue
         if device == "meta":
             if nbytes != 0:
                 raise WireError("a meta tensor carries bytes")

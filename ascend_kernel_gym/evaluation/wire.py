@@ -46,6 +46,8 @@ PROBE = b"B"
 STARTED = b"K"
 TRIAL_DONE = b"D"
 #: the longest a child waits for a quiet device before timing anyway
+#: where an evaluation's verdict can be decided (see ``zygote.Zygote.judge_mode``)
+JUDGE_MODES = ("zygote", "reference", "child")
 QUIET_MAX_S = 10.0
 #: the longest a zygote waits for another zygote's timing on the same device (:mod:`.device_lease`),
 #: before a job starts and before its own timing; its children's stopped time is added to their limits

@@ -37,11 +37,13 @@ import time
 from typing import Any
 
 from ascend_kernel_gym.evaluation.child_stream import Child, ChildStream, harness_failure, rss_bytes
-from ascend_kernel_gym.evaluation.device_lease import DeviceLease, LeaseKeeper, device_key, lease_enabled
+from ascend_kernel_gym.evaluation.device_lease import PAUSE_MAX_S, DeviceLease, LeaseKeeper, device_key, lease_enabled
+from ascend_kernel_gym.evaluation.remote_judge import RemoteJudge
 from ascend_kernel_gym.evaluation.verdict import final_reply
 from ascend_kernel_gym.evaluation.wire import (
     CONTINUE,
     GO,
+    JUDGE_MODES,
     LEASE_EXTRA_MAX_S,
     PROBE,
     QUIET_MAX_S,
@@ -58,6 +60,8 @@ SETTLE_MAX_S = 30.0
 RSS_POLL_S = 0.05
 #: children forked ahead: one evaluation takes two (the candidate's and the reference's)
 SPARES = 2
+#: where each backend's verdict is decided by default (see ``Zygote.judge_mode``)
+DEFAULT_JUDGE = {"interpreter": "zygote", "cuda": "reference", "npu": "child"}
 
 
 def device_touched() -> bool:
@@ -84,9 +88,15 @@ class Zygote:
         self.torch_threads = int(config.get("torch_threads", 1))
         self.prefork = bool(config.get("prefork", True))
         self.os_sandbox = bool(config.get("os_sandbox", False))
-        #: the judge runs here, with a reference child per job (the interpreter); on devices the
-        #: candidate's child judges itself (shipping full-size outputs out costs seconds per trial)
-        self.judge_here = {"zygote": True, "child": False}.get(config.get("judge") or "", self.backend == "interpreter")
+        #: where the verdict is decided (``AKG_JUDGE`` overrides): ``zygote`` (the interpreter:
+        #: outputs come here as bytes), ``reference`` (cuda: the reference child judges on the
+        #: device, the outputs handed over by CUDA IPC) or ``child`` (npu: the candidate's child
+        #: judges itself; no IPC path is built for NPUs)
+        self.judge_mode = config.get("judge") or DEFAULT_JUDGE.get(self.backend, "child")
+        if self.judge_mode not in JUDGE_MODES:
+            raise ValueError(f"unknown judge mode {self.judge_mode!r} (one of {', '.join(JUDGE_MODES)})")
+        #: a judge outside the candidate's child, with a reference child per job
+        self.judge_here = self.judge_mode != "child"
         self.warm_cache: str | None = None
         self.compiler_warm = False
         self.baseline_rss = 0
@@ -389,11 +399,18 @@ class Zygote:
             job.seed = int.from_bytes(os.urandom(8), "little")
         self._settle(min(deadline, time.perf_counter() + SETTLE_MAX_S))
         job.judge_in_zygote = self.judge_here
+        job.judge_transport = "ipc" if self.judge_mode == "reference" and self.backend == "cuda" else "bytes"
         given = getattr(job, "stall_limit_s", None)
         self.stall_floor = float(given) if given else WATCHDOG_FLOOR_S.get(self.backend, 45.0)
         self.stall_scaled = not given
-        judge = Judge(job.task.atol, job.task.rtol, job.num_trials) if self.judge_here else None
+        judge: Any = None
+        if self.judge_mode == "zygote":
+            judge = Judge(job.task.atol, job.task.rtol, job.num_trials)
+        elif self.judge_mode == "reference":  # it waits for verdicts up to the deadline, pauses included
+            judge = RemoteJudge(job.num_trials, deadline + PAUSE_MAX_S)
         reference = self._start_reference(job, deadline) if self.judge_here else None
+        if isinstance(judge, RemoteJudge):
+            judge.attach(reference)
         child = self._take_spare() or self._fork_child()
         for attempt in range(2):
             sent = self._hand_job(child, job, token, deadline) is not None
@@ -449,9 +466,10 @@ class Zygote:
         """Hand a reference child its job: the spare, or a fresh child if the spare will not take it
         (``retried``: a fresh child at once, the spare having died)."""
         token = secrets.token_hex(16)
+        role = "judge" if self.judge_mode == "reference" else "reference"
         for attempt in range(1 if retried else 2):
             child = (None if retried or attempt else self._take_spare()) or self._fork_child()
-            message = self._hand_job(child, job, token, deadline, role="reference")
+            message = self._hand_job(child, job, token, deadline, role=role)
             if message is not None:
                 run = ChildStream(child, token, payload_result=True)
                 run.message, run.retried = message, retried

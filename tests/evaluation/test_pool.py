@@ -80,3 +80,15 @@ def test_pool_replaces_a_dead_worker(evaluator, relu_task, relu_solution) -> Non
     assert all(r.ok for r in results), [r.error_message for r in results]
     assert sum(h.starts for h in handles) > sum(starts)
     assert all(h.alive() for h in handles if h.starts > 0)
+
+
+def test_an_unknown_judge_mode_is_refused_before_a_worker_starts(monkeypatch) -> None:
+    from ascend_kernel_gym.evaluation.pool import judge_mode_from_env
+
+    monkeypatch.setenv("AKG_JUDGE", "bogus")
+    with pytest.raises(ValueError, match="AKG_JUDGE must be one of zygote, reference, child"):
+        judge_mode_from_env()
+    monkeypatch.setenv("AKG_JUDGE", "reference")
+    assert judge_mode_from_env() == "reference"
+    monkeypatch.delenv("AKG_JUDGE")
+    assert judge_mode_from_env() == ""

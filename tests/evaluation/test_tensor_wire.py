@@ -134,3 +134,43 @@ def test_split_payload_waits_for_both_frames_and_refuses_a_bad_header() -> None:
     with pytest.raises(WireError):
         split_payload(frame(b"{not json") + frame(b""))
     assert HEADER.size == 8 and json.loads(data[8 : 8 + HEADER.unpack(data[:8])[0]])["k"] == 1
+
+
+def test_tensors_handed_over_by_reference_need_an_importer_and_refusals_fall_back_to_bytes() -> None:
+    from ascend_kernel_gym.evaluation.tensor_wire import ExportError, decode_tensors, encode_payload_parts
+    from ascend_kernel_gym.evaluation.wire import split_payload
+
+    shared = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    refused = torch.ones(4, dtype=torch.int32)
+    kept: dict[str, torch.Tensor] = {}
+
+    def export(t: torch.Tensor) -> dict:
+        if t is refused:
+            raise ExportError("not exportable")
+        kept["x"] = t
+        return {"key": "x"}
+
+    parts = encode_payload_parts({"n": 1}, [shared, refused], export, "cpu")
+    _, header, body = split_payload(b"".join(bytes(p) for p in parts))
+    assert header["tensors"][0] == {
+        "dtype": "float32",
+        "shape": [2, 3],
+        "device": "cpu",
+        "nbytes": 0,
+        "ipc": {"key": "x"},
+    }
+    assert header["tensors"][1]["nbytes"] == 16 and len(body) == 16  # only the refused one's bytes
+    with pytest.raises(WireError, match="by reference"):
+        decode_tensors(header, body)
+    calls = []
+
+    def importer(entry: dict, dtype: torch.dtype, shape: list[int]) -> torch.Tensor:
+        calls.append((entry, dtype, shape))
+        return kept[entry["key"]].clone()
+
+    (a, label_a), (b, _) = decode_tensors(header, body, importer)
+    assert torch.equal(a, shared) and label_a == "cpu" and torch.equal(b, refused)
+    assert calls == [({"key": "x"}, torch.float32, [2, 3])]
+    header["tensors"][0]["nbytes"] = 24  # a handed-over tensor that also claims bytes
+    with pytest.raises(WireError):
+        decode_tensors(header, body, importer)

@@ -1,0 +1,160 @@
+"""The zygote's side of the judge in the reference child (:mod:`.reference_judge`).
+
+:class:`RemoteJudge` stands where :class:`.judge.Judge` stands for the interpreter: the zygote
+hands it the reference child's first message (the plan, or the reference's failure), asks it for
+the plan the candidate's child gets, and passes it each trial message of the candidate's child.
+It forwards the trial (header and body, as the child sent them) on the reference child's job
+pipe and waits for the verdict on its result pipe, up to the evaluation's deadline; what the
+judge counted (trials passed, largest errors, output bytes) comes back with every verdict. A
+judge that dies, garbles its answer or does not answer in time ends the evaluation as the
+harness's failure, never as a pass.
+
+Plain bytes and JSON only (no torch): the zygote imports this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ascend_kernel_gym.evaluation.child_stream import ChildStream, harness_failure
+from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.result import ErrorType
+from ascend_kernel_gym.evaluation.wire import HEADER, write_all
+
+#: the most bytes one verdict message may have
+MAX_VERDICT_BYTES = 1 << 20
+
+
+@dataclass
+class RemoteVerdict:
+    """The judge's answer to one trial (the fields of :class:`.judge.Verdict`)."""
+
+    action: str
+    failure: StageError | None = None
+
+
+class RemoteJudge:
+    """The correctness verdict of one evaluation, decided in its reference child."""
+
+    def __init__(self, num_trials: int, deadline: float) -> None:
+        self.num_trials = num_trials
+        self.deadline = deadline
+        self.stream: ChildStream | None = None
+        self.reference_failure: StageError | None = None
+        self.slowest_ref_s = 0.0
+        self.passed = 0
+        self.max_abs = 0.0
+        self.max_rel = 0.0
+        self.out_bytes = 0
+        self._plan: dict[str, Any] | None = None
+        self._pending = bytearray()
+
+    def attach(self, stream: ChildStream | None) -> None:
+        """The reference child's stream (its pipes are read at each use: a restart replaces them)."""
+        self.stream = stream
+
+    @property
+    def ready(self) -> bool:
+        return self._plan is not None or self.reference_failure is not None
+
+    @property
+    def trials(self) -> list[int]:
+        return list(range(self.num_trials)) if self._plan is not None else []
+
+    @property
+    def done(self) -> bool:
+        return self._plan is not None and self.passed >= self.num_trials
+
+    def plan(self) -> dict[str, Any]:
+        return dict(self._plan or {})
+
+    def load_reference(self, header: dict[str, Any], body: bytes) -> None:
+        """The reference child's first message: the plan, or the failure of the task's reference."""
+        error = header.get("error")
+        if isinstance(error, dict):
+            kind = error.get("type")
+            error_type = ErrorType(kind) if kind in {e.value for e in ErrorType} else ErrorType.HARNESS_ERROR
+            self.reference_failure = StageError(error_type, str(error.get("message", ""))[:2000])
+            return
+        plan = header.get("plan")
+        if not isinstance(plan, dict) or not isinstance(plan.get("trials"), list):
+            self.reference_failure = StageError(ErrorType.HARNESS_ERROR, "the judge sent no plan")
+            return
+        if len(plan["trials"]) != self.num_trials:
+            self.reference_failure = StageError(ErrorType.HARNESS_ERROR, "the judge's plan has the wrong trial count")
+            return
+        self._plan = plan
+        try:
+            self.slowest_ref_s = max(0.0, float(header.get("slowest_ref_s") or 0.0))
+        except (TypeError, ValueError):
+            self.slowest_ref_s = 0.0
+
+    def judge(self, header: dict[str, Any], body: bytes) -> RemoteVerdict:
+        """Forward one trial of the candidate's child and return the judge's verdict."""
+        stream = self.stream
+        if stream is None or self._plan is None:
+            return RemoteVerdict("fail", harness_failure("the judge is not running"))
+        head = json.dumps(header).encode()
+        try:
+            write_all(stream.child.job_fd, HEADER.pack(len(head)), head, HEADER.pack(len(body)), body)
+        except OSError:
+            return RemoteVerdict("fail", harness_failure("the judge (the reference child) went away"))
+        message = self._read_verdict(stream.child.result_fd)
+        if isinstance(message, StageError):
+            return RemoteVerdict("fail", message)
+        try:
+            self.passed = int(message["passed"])
+            self.max_abs = float(message["max_abs"])
+            self.max_rel = float(message["max_rel"])
+            self.out_bytes = int(message["out_bytes"])
+            action = str(message["action"])
+            failure = _failure(message.get("failure"))
+        except (KeyError, TypeError, ValueError):
+            return RemoteVerdict("fail", harness_failure("the judge's verdict is unreadable"))
+        if action not in ("continue", "probe", "fail") or (action == "fail") != (failure is not None):
+            return RemoteVerdict("fail", harness_failure("the judge's verdict is unreadable"))
+        return RemoteVerdict(action, failure)
+
+    def _read_verdict(self, fd: int) -> dict[str, Any] | StageError:
+        while True:
+            if len(self._pending) >= HEADER.size:
+                (size,) = HEADER.unpack(self._pending[: HEADER.size])
+                if size > MAX_VERDICT_BYTES:
+                    return harness_failure("the judge's verdict is too large")
+                if len(self._pending) >= HEADER.size + size:
+                    raw = bytes(self._pending[HEADER.size : HEADER.size + size])
+                    del self._pending[: HEADER.size + size]
+                    try:
+                        message = json.loads(raw)
+                    except ValueError:
+                        message = None
+                    if not isinstance(message, dict):
+                        return harness_failure("the judge's verdict is unreadable")
+                    return message
+            left = self.deadline - time.perf_counter()
+            if left <= 0:
+                return harness_failure("the judge did not answer within the time limit", timeout=True)
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                return harness_failure("the judge (the reference child) ended without a verdict")
+            self._pending += chunk
+
+
+def _failure(data: Any) -> StageError | None:
+    if data is None:
+        return None
+    kind = data["type"]
+    error_type = ErrorType(kind) if kind in {e.value for e in ErrorType} else ErrorType.HARNESS_ERROR
+    metrics = {k: v for k, v in dict(data.get("metrics") or {}).items() if isinstance(k, str)}
+    return StageError(error_type, str(data["message"])[:4000], hack=bool(data.get("hack")), **metrics)

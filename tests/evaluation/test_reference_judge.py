@@ -1,0 +1,164 @@
+"""The judge in the reference child (cuda's default, ``AKG_JUDGE=reference``), run on the interpreter.
+
+On cuda the candidate's outputs reach that judge by CUDA IPC handle; here they travel as bytes
+through the zygote to the reference child, which judges them exactly as it does on a GPU. The
+verdicts must be the zygote judge's: the same passes, failures and hacks, the same trial
+names, and a candidate that attacks the verdict from its own process gets nowhere.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, Evaluator
+from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.judge import Judge, Verdict
+from ascend_kernel_gym.evaluation.reference_judge import verdict_message
+from ascend_kernel_gym.evaluation.remote_judge import RemoteJudge
+from ascend_kernel_gym.evaluation.wire import HEADER, frame
+from ascend_kernel_gym.tasks import get_task
+
+pytestmark = pytest.mark.slow
+
+REDTEAM = Path(__file__).parent / "redteam"
+DATA = Path(__file__).parent.parent / "data"
+#: red-team files that go after the verdict itself (memory writes into the harness, forged
+#: results, the reference's model, the output's structure), and legitimate ones next to them
+ATTACKS = (
+    "oob_patch_tensor_abs_slot",
+    "oob_method_slot_atomic_xchg",
+    "spoof_result_builtins",
+    "spoof_result_match",
+    "fake_json_stdout",
+    "gc_reference_model",
+    "calls_own_reference_copy",
+    "sabotage_reference_params",
+    "patch_reference_finalizer",
+    "patch_reference_self_restoring",
+    "expanded_output",
+    "sparse_output",
+    "stale_output_kernel_arg",
+    "mutate_input_constant_output",
+    "params_layernorm_ignores_affine",
+    "legit_tuple_output",
+    "legit_inplace_relu",
+    "legit_layernorm_params",
+)
+
+
+def _meta(path: Path) -> dict[str, str]:
+    meta = {}
+    for line in path.read_text().splitlines():
+        match = re.match(r"#\s*(expected|task|timeout):\s*(.+)", line)
+        if match:
+            meta[match.group(1)] = match.group(2).strip()
+    return meta
+
+
+@pytest.fixture(scope="module")
+def reference_judged(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("AKG_JUDGE", "reference")
+    ev = Evaluator(
+        backend="interpreter", workers=2, cache=False, timeout_s=120, tmp_root=str(tmp_path_factory.mktemp("rj"))
+    )
+    try:
+        yield ev
+    finally:
+        ev.close()
+        mp.undo()
+
+
+def test_good_wrong_and_constant_kernels_get_the_zygote_judges_verdicts(reference_judged, relu_task, relu_solution):
+    wrong = relu_solution.replace("tl.maximum(x, 0.0)", "tl.maximum(x, 0.5)")
+    constant = relu_solution.replace("tl.maximum(x, 0.0)", "x * 0.0")
+    assert wrong != relu_solution and constant != relu_solution
+    good, bad, zero = reference_judged.evaluate_many(
+        [EvalRequest(task=relu_task, code=c, seed=4) for c in (relu_solution + "\n# ref\n", wrong, constant)]
+    )
+    assert good.ok and good.trials_passed == good.trials_total == 5, good.error_message
+    assert bad.error_type == ErrorType.VALUE_MISMATCH and "trial 1 of 5" in bad.error_message
+    assert bad.trials_passed == 0 and bad.max_abs_err == pytest.approx(0.5, abs=1e-6)
+    assert zero.error_type == ErrorType.INPUT_INDEPENDENT, zero.error_message  # through the probe
+
+
+@pytest.mark.parametrize("stem", ATTACKS)
+def test_verdict_attacks_fail_and_legitimate_files_pass(stem, reference_judged):
+    path = REDTEAM / f"{stem}.py"
+    meta = _meta(path)
+    name = meta.get("task", "core/L1/relu")
+    task = get_task(DATA / name if name.endswith(".py") else name)
+    timeout = float(meta.get("timeout", 60.0))
+    result = reference_judged.evaluate(EvalRequest(task=task, code=path.read_text(), timeout_s=timeout, seed=20260))
+    expected = {ErrorType(k) for k in meta["expected"].split("|")}
+    assert result.error_type in expected, (stem, result.error_type, result.error_message[:300])
+    if ErrorType.NONE not in expected:
+        assert not result.correct
+
+
+# --- the two ends of the protocol, without processes -------------------------------------------------
+
+
+def _stream(tmp_path):
+    """A stand-in for the reference child: pipes for the forwarded trials and for the verdicts."""
+    from ascend_kernel_gym.evaluation.child_stream import Child, ChildStream
+
+    verdict_read, verdict_write = os.pipe()
+    trial_read, trial_write = os.pipe()
+    stream = ChildStream(Child(pid=0, job_fd=trial_write, result_fd=verdict_read, sandbox=str(tmp_path)), "tok")
+    return stream, verdict_write, trial_read
+
+
+def test_a_verdict_message_round_trips_to_the_zygote_side(tmp_path) -> None:
+    judge = Judge(1e-2, 1e-2, 3)
+    judge.passed, judge.max_abs, judge.max_rel, judge.out_bytes = 2, 0.25, 0.5, 4096
+    failure = StageError(ErrorType.VALUE_MISMATCH, "wrong (trial 3 of 3)", max_abs_err=0.7)
+    stream, verdict_write, trial_read = _stream(tmp_path)
+    remote = RemoteJudge(3, deadline=time.perf_counter() + 60)
+    remote.load_reference({"plan": {"trials": [{}, {}, {}], "probe_seed": 1}, "slowest_ref_s": 0.5}, b"")
+    remote.attach(stream)
+    assert remote.ready and remote.trials == [0, 1, 2] and remote.slowest_ref_s == 0.5
+    os.write(verdict_write, frame(json.dumps(verdict_message(judge, Verdict("fail", failure))).encode()))
+    verdict = remote.judge({"index": 2, "tensors": []}, b"body")
+    assert verdict.action == "fail" and verdict.failure.error_type == ErrorType.VALUE_MISMATCH
+    assert verdict.failure.metrics == {"max_abs_err": 0.7} and "trial 3 of 3" in verdict.failure.message
+    assert (remote.passed, remote.max_abs, remote.max_rel, remote.out_bytes) == (2, 0.25, 0.5, 4096)
+    forwarded = os.read(trial_read, 1 << 16)  # the trial went on as header and body, each framed
+    (size,) = HEADER.unpack(forwarded[: HEADER.size])
+    assert json.loads(forwarded[HEADER.size : HEADER.size + size]) == {"index": 2, "tensors": []}
+    assert forwarded.endswith(HEADER.pack(4) + b"body")
+    os.write(verdict_write, frame(b'{"action": "continue", "failure": null}'))  # fields missing
+    assert remote.judge({"index": 2}, b"").failure.error_type == ErrorType.HARNESS_ERROR
+    os.write(
+        verdict_write, frame(json.dumps({**verdict_message(judge, Verdict("continue")), "action": "pass"}).encode())
+    )
+    assert remote.judge({"index": 2}, b"").action == "fail"  # no such action: never a pass
+
+
+def test_a_plan_with_the_wrong_trial_count_or_a_reference_failure_ends_the_evaluation() -> None:
+    remote = RemoteJudge(3, deadline=0.0)
+    remote.load_reference({"plan": {"trials": [{}]}}, b"")
+    assert remote.reference_failure is not None and remote.reference_failure.error_type == ErrorType.HARNESS_ERROR
+    failed = RemoteJudge(3, deadline=0.0)
+    failed.load_reference({"error": {"type": "timeout", "message": "the reference ran too long"}}, b"")
+    assert failed.reference_failure is not None and failed.reference_failure.error_type == ErrorType.TIMEOUT
+    assert not failed.done and failed.trials == []
+
+
+def test_a_judge_that_is_gone_or_silent_fails_the_trial_as_the_harness(tmp_path) -> None:
+    stream, verdict_write, _ = _stream(tmp_path)
+    remote = RemoteJudge(1, deadline=0.0)  # already past: a silent judge is not waited for
+    remote.load_reference({"plan": {"trials": [{}]}}, b"")
+    remote.attach(stream)
+    silent = remote.judge({"index": 0}, b"")
+    assert silent.action == "fail" and silent.failure.error_type == ErrorType.TIMEOUT
+    os.close(verdict_write)  # the judge's pipe closed: it ended
+    remote.deadline = time.perf_counter() + 60
+    gone = remote.judge({"index": 0}, b"")
+    assert gone.action == "fail" and gone.failure.error_type == ErrorType.HARNESS_ERROR
