@@ -30,7 +30,7 @@ from ascend_kernel_gym.evaluation.concurrency import (
 from ascend_kernel_gym.evaluation.errors import REFERENCE_BROKE_DEVICE
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.lower_stage import run_lower_stage
-from ascend_kernel_gym.evaluation.pool import ZygoteError, ZygoteHandle, result_from_reply
+from ascend_kernel_gym.evaluation.pool import ZygoteError, ZygoteHandle, judge_mode_from_env, result_from_reply
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalRequest, EvalResult, Stage
 from ascend_kernel_gym.evaluation.static_runner import check_source_bounded as check_source  # time-limited
 from ascend_kernel_gym.tasks.task import Task
@@ -142,6 +142,7 @@ class Evaluator:
     ) -> None:
         from ascend_kernel_gym.backends.detect import resolve_backend
 
+        judge_mode_from_env()  # a misspelt AKG_JUDGE fails here, not at the first evaluation
         if executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
         if executor == "local" and (address is not None or actors is not None or ray_options is not None):
