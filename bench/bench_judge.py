@@ -92,7 +92,7 @@ def worker(root: str, backend: str, relu: int, suite_tasks: int) -> dict[str, An
     return out
 
 
-def _run_worker(root: str, args: argparse.Namespace) -> dict[str, Any]:
+def _run_worker(root: str, args: argparse.Namespace, judge_mode: str = "") -> dict[str, Any]:
     command = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -106,6 +106,8 @@ def _run_worker(root: str, args: argparse.Namespace) -> dict[str, Any]:
         str(args.suite_tasks),
     ]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if judge_mode:
+        env["AKG_JUDGE"] = judge_mode
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False, cwd=root)
     if done.returncode != 0:
         raise SystemExit(f"worker for {root} failed ({done.returncode}):\n{done.stderr[-4000:]}")
@@ -125,6 +127,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--first", choices=["base", "judge"], default="base", help="which tree runs first in round 1")
     parser.add_argument("--out", default=None, help="write OUT.md and OUT.json")
+    parser.add_argument(
+        "--base-judge", default="", help="AKG_JUDGE for the base tree's pool, e.g. 'child' (--base . compares modes)"
+    )
+    parser.add_argument("--judge", default="", help="AKG_JUDGE for this tree's pool (default: the backend's)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -140,7 +146,7 @@ def main() -> None:
             order.reverse()
         for name in order:
             print(f"round {round_index + 1}/{args.rounds}: {name} ...", file=sys.stderr, flush=True)
-            runs[name].append(_run_worker(trees[name], args))
+            runs[name].append(_run_worker(trees[name], args, args.base_judge if name == "base" else args.judge))
             if args.out:  # what is measured so far survives a run cut short
                 Path(args.out).parent.mkdir(parents=True, exist_ok=True)
                 Path(args.out + ".json").write_text(json.dumps(runs, indent=1))
@@ -180,7 +186,10 @@ def _report(runs: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> 
         f"{platform.python_version()}, backend `{args.backend}`, {args.rounds} rounds (alternating order), "
         f"one single-worker pool per tree and round, cache off.",
         f"Command: `python bench/bench_judge.py --base BASE --backend {args.backend} --relu {args.relu} "
-        f"--suite-tasks {args.suite_tasks} --rounds {args.rounds}`",
+        f"--suite-tasks {args.suite_tasks} --rounds {args.rounds}"
+        + (f" --base-judge {args.base_judge}" if args.base_judge else "")
+        + (f" --judge {args.judge}" if args.judge else "")
+        + "`",
         "",
         "| | base | judge | judge / base |",
         "|---|---|---|---|",
