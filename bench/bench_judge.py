@@ -176,6 +176,10 @@ def _report(runs: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> 
     if not all(runs.values()):  # e.g. one tree per run, orders alternated across runs (merge the JSON)
         return "incomplete: " + json.dumps({k: len(v) for k, v in runs.items()}) + "\n"
     base, new = rows["base"], rows["judge"]
+
+    def ratio(key: str) -> str:
+        return f"{new[key] / base[key]:.2f}" if base[key] and base[key] == base[key] else "-"
+
     verdicts = {name: {r["task"]: (r["ok"], r["error_type"]) for r in runs[name][-1]["suite"]} for name in runs}
     differ = sorted(t for t in verdicts["base"] if verdicts["base"][t] != verdicts["judge"].get(t))
     checks = [r["cross_check"] for run in runs["judge"] for r in run["suite"] if r.get("cross_check")]
@@ -194,13 +198,13 @@ def _report(runs: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> 
         "| | base | judge | judge / base |",
         "|---|---|---|---|",
         f"| warm relu latency, median (s) | {base['relu_p50']:.3f} | {new['relu_p50']:.3f} | "
-        f"{new['relu_p50'] / base['relu_p50']:.2f} |",
+        f"{ratio('relu_p50')} |",
         f"| warm relu latency, p90 (s) | {base['relu_p90']:.3f} | {new['relu_p90']:.3f} | "
-        f"{new['relu_p90'] / base['relu_p90']:.2f} |",
+        f"{ratio('relu_p90')} |",
         f"| reference solutions: latency median (s) | {base['suite_p50']:.3f} | {new['suite_p50']:.3f} | "
-        f"{new['suite_p50'] / base['suite_p50']:.2f} |",
+        f"{ratio('suite_p50')} |",
         f"| reference solutions: evaluations / min | {base['per_min']:.1f} | {new['per_min']:.1f} | "
-        f"{new['per_min'] / base['per_min']:.2f} |",
+        f"{ratio('per_min')} |",
         f"| reference solutions correct | {base['ok']}/{base['count']} | {new['ok']}/{new['count']} | |",
         "",
         f"Verdicts that differ between the trees (last round): {', '.join(differ) or 'none'}.",
