@@ -41,6 +41,15 @@ class StageError(Exception):
         self.metrics = metrics
 
 
+def stage_error_from(data: dict[str, Any], limit: int = 4000) -> StageError:
+    """The :class:`StageError` a harness process described as ``{"type", "message", "hack"?,
+    "metrics"?}`` (an unknown type is the harness's error)."""
+    kind = data.get("type")
+    error_type = ErrorType(kind) if kind in {e.value for e in ErrorType} else ErrorType.HARNESS_ERROR
+    metrics = {k: v for k, v in dict(data.get("metrics") or {}).items() if isinstance(k, str)}
+    return StageError(error_type, str(data.get("message", ""))[:limit], hack=bool(data.get("hack")), **metrics)
+
+
 def record_failure(result: EvalResult, failure: StageError) -> None:
     """Record ``failure`` in ``result`` (a hack type, or a failure marked ``hack``, marks a hack)."""
     result.error_type = failure.error_type

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from ascend_kernel_gym.evaluation.compare import compare, outputs_close, outputs_identical, quick_close
-from ascend_kernel_gym.evaluation.errors import StageError, record_failure
+from ascend_kernel_gym.evaluation.errors import StageError, record_failure, stage_error_from
 from ascend_kernel_gym.evaluation.outputs import OutputCheckError, flatten_outputs, output_leaves
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
 from ascend_kernel_gym.evaluation.tensor_wire import Importer, WireError, decode_tensors, decode_tree
@@ -118,9 +118,7 @@ class Judge:
         """Take the reference child's payload (a failure of its own ends the evaluation)."""
         error = header.get("error")
         if isinstance(error, dict):
-            kind = error.get("type")
-            error_type = ErrorType(kind) if kind in {e.value for e in ErrorType} else ErrorType.HARNESS_ERROR
-            self.reference_failure = StageError(error_type, str(error.get("message", ""))[:2000])
+            self.reference_failure = stage_error_from(error, 2000)
             return
         try:
             self._load_plan(header, decode_tensors(header, body))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ascend_kernel_gym.evaluation.child_stream import ChildStream, harness_failure
-from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.errors import StageError, stage_error_from
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.wire import HEADER, write_all
 
@@ -77,9 +77,7 @@ class RemoteJudge:
         """The reference child's first message: the plan, or the failure of the task's reference."""
         error = header.get("error")
         if isinstance(error, dict):
-            kind = error.get("type")
-            error_type = ErrorType(kind) if kind in {e.value for e in ErrorType} else ErrorType.HARNESS_ERROR
-            self.reference_failure = StageError(error_type, str(error.get("message", ""))[:2000])
+            self.reference_failure = stage_error_from(error, 2000)
             return
         plan = header.get("plan")
         if not isinstance(plan, dict) or not isinstance(plan.get("trials"), list):
@@ -154,7 +152,6 @@ class RemoteJudge:
 def _failure(data: Any) -> StageError | None:
     if data is None:
         return None
-    kind = data["type"]
-    error_type = ErrorType(kind) if kind in {e.value for e in ErrorType} else ErrorType.HARNESS_ERROR
-    metrics = {k: v for k, v in dict(data.get("metrics") or {}).items() if isinstance(k, str)}
-    return StageError(error_type, str(data["message"])[:4000], hack=bool(data.get("hack")), **metrics)
+    if not isinstance(data, dict) or "type" not in data or "message" not in data:
+        raise ValueError("a failure needs a type and a message")
+    return stage_error_from(data)
