@@ -82,8 +82,13 @@ def _span_bytes(shape: list[int], stride: list[int], itemsize: int) -> int:
 
 def export_tensor(tensor: torch.Tensor) -> dict[str, Any]:
     """The IPC description of a CUDA ``tensor`` (its device work must be finished: synchronise first)."""
+    if tensor.layout != torch.strided:
+        raise IpcError("only dense tensors are handed over by handle")
     lib = _driver()
-    address = int(torch.Tensor.data_ptr(tensor))
+    try:
+        address = int(torch.Tensor.data_ptr(tensor))
+    except RuntimeError as exc:
+        raise IpcError(f"no device address: {exc}") from None
     base, size = ctypes.c_uint64(), ctypes.c_size_t()
     _check(
         lib.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(address)),

@@ -704,6 +704,8 @@ class Zygote:
                 run.failure = verdict.failure
                 return True
             run.judged_at = time.perf_counter()
+            if run.progress_at is not None:  # the judge's time is not the candidate's stall
+                run.progress_at = run.judged_at
             self._answer(run.child, PROBE if verdict.action == "probe" else CONTINUE)
         return False
 

@@ -162,3 +162,25 @@ def test_a_judge_that_is_gone_or_silent_fails_the_trial_as_the_harness(tmp_path)
     remote.deadline = time.perf_counter() + 60
     gone = remote.judge({"index": 0}, b"")
     assert gone.action == "fail" and gone.failure.error_type == ErrorType.HARNESS_ERROR
+
+
+def test_ipc_entries_that_no_exporter_makes_are_refused_before_the_driver_is_asked() -> None:
+    import torch
+
+    from ascend_kernel_gym.evaluation.device_ipc import IpcError, export_tensor, import_tensor
+
+    with pytest.raises(IpcError, match="dense"):
+        export_tensor(torch.ones(3).to_sparse())
+    good = {"handle": "00" * 64, "offset": 0, "stride": [1]}
+    for bad in (
+        {**good, "handle": "zz" * 64},
+        {**good, "handle": "00" * 10},
+        {**good, "offset": "0"},
+        {**good, "stride": [-1]},
+        {**good, "stride": [1, 1]},
+    ):
+        with pytest.raises(IpcError) as caught:
+            import_tensor(bad, torch.float32, [4], torch.device("cpu"))
+        assert caught.value.malformed
+    empty = import_tensor({**good, "stride": [4, 1]}, torch.float32, [0, 4], torch.device("cpu"))  # no bytes
+    assert empty.shape == (0, 4)
