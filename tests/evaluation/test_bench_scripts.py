@@ -190,3 +190,30 @@ def test_gpu_early_exit_candidates_differ_from_the_solution_each_time() -> None:
     assert "tl.maximum(x)" in early.candidate(solution, "compile_error", 0)
     with pytest.raises(SystemExit, match="update KINDS"):
         early.candidate("nothing to replace", "wrong_output", 0)
+
+
+def test_judge_verdicts_agree_between_judge_modes_on_the_interpreter(tmp_path) -> None:
+    out = tmp_path / "verdicts.json"
+    proc = _run_gpu_script(
+        "bench/gpu_judge_verdicts.py", "--backend", "interpreter", "--modes", "zygote,reference", "--out", str(out)
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    report = json.loads(out.read_text())
+    assert report["agree"] is True
+    verdicts = report["results"]["reference"]
+    assert verdicts["correct"].startswith("none passed=5")
+    assert verdicts["constant"].startswith("input_independent") and verdicts["wrong_shape"].startswith("shape_mismatch")
+
+
+def test_bench_judge_compares_two_judge_modes_of_one_tree(tmp_path) -> None:
+    out = tmp_path / "modes"
+    proc = _run_gpu_script(
+        "bench/bench_judge.py",
+        *("--base", str(ROOT), "--base-judge", "zygote", "--judge", "reference", "--backend", "interpreter"),
+        *("--relu", "1", "--suite-tasks", "0", "--rounds", "1", "--out", str(out)),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = out.with_suffix(".md").read_text()
+    assert "--base-judge zygote --judge reference" in text
+    runs = json.loads(out.with_suffix(".json").read_text())
+    assert all(r["ok"] and r["stages"] for name in ("base", "judge") for r in runs[name][0]["relu"])
