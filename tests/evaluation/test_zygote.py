@@ -407,3 +407,26 @@ def test_timings_a_self_judging_child_claims_are_held_to_the_zygotes_clock(tmp_p
         assert reply["hack"] is forged and (reply["speedup"] is None) is forged, reply["timing"]["cross_check"]
         assert reply["timing"]["cross_check"]["window_s"] == window
     os.rmdir(zygote.root)
+
+
+def test_the_judges_time_is_not_the_candidates_stall(tmp_path) -> None:
+    # A verdict that took long (large outputs, a judge in another process) must not count against
+    # the candidate's progress watchdog: each answered trial is progress.
+    from ascend_kernel_gym.evaluation.judge import Verdict
+
+    class SlowJudge:
+        def judge(self, header, body):
+            time.sleep(0.05)
+            return Verdict("continue")
+
+    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
+    answers_read, answers_write = os.pipe()
+    run = ChildStream(Child(pid=0, job_fd=answers_write, result_fd=-1, sandbox=""), "tok")
+    run.trials = [({"index": 0}, b""), ({"index": 1}, b"")]
+    run.progress_at = time.perf_counter() - 30.0
+    before = time.perf_counter()
+    assert zygote._judge_trials(run, SlowJudge()) is False
+    assert run.progress_at >= before + 0.1 and run.judged_at == run.progress_at
+    assert os.read(answers_read, 8) == b"CC"  # both trials answered
+    os.close(answers_read)
+    os.close(answers_write)
