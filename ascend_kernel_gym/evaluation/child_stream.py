@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ascend_kernel_gym.evaluation.wire import (
+    HEADER,
     JOB_TAKEN,
     PLAN,
     QUIET,
@@ -28,6 +29,8 @@ from ascend_kernel_gym.evaluation.wire import (
 
 #: the largest result message a child may send (children cap theirs at ``result.MAX_RESULT_BYTES``)
 MAX_RESULT_MESSAGE = 16 << 20
+#: the largest JSON header a trial message may announce
+MAX_TRIAL_HEADER = 16 << 20
 
 
 def rss_bytes(pid: int) -> int:
@@ -119,6 +122,11 @@ class ChildStream:
         self.trials_done = 0
         #: set when the watchdog cut it: the seconds without progress it was allowed
         self.stalled_s: float | None = None
+        #: the most bytes one trial message's body may announce (the judge's bound, from the
+        #: reference's outputs); a child announcing more is garbled, before the zygote buffers it
+        self.trial_limit: int | None = None
+        #: why a trial message was refused for its size (the evaluation then fails with it)
+        self.oversized = ""
 
     def feed(self, chunk: bytes) -> None:
         if self.result_bytes is not None:
@@ -131,6 +139,7 @@ class ChildStream:
         while self.pending and self.result_bytes is None:
             if self.in_trial:
                 try:
+                    self._check_trial_sizes()
                     parsed = split_payload(self.pending)
                 except WireError:
                     parsed, self.garbled = None, True
@@ -168,6 +177,23 @@ class ChildStream:
                 self.garbled = byte != RESULT
                 self.result_bytes = bytearray(self.pending)
                 self.pending.clear()
+
+    def _check_trial_sizes(self) -> None:
+        """Refuse a trial message whose announced header or body is larger than allowed."""
+        if len(self.pending) < HEADER.size:
+            return
+        (head,) = HEADER.unpack(self.pending[: HEADER.size])
+        if head > MAX_TRIAL_HEADER:
+            raise WireError("a trial header larger than allowed")
+        at = HEADER.size + head
+        if self.trial_limit is not None and len(self.pending) >= at + HEADER.size:
+            (body,) = HEADER.unpack(self.pending[at : at + HEADER.size])
+            if body > self.trial_limit:
+                self.oversized = (
+                    f"the trial's tensors are {body} bytes, far more than the reference's (at most "
+                    f"{self.trial_limit} are accepted): check the shape of the output"
+                )
+                raise WireError(self.oversized)
 
     def reply(self) -> dict[str, Any] | None:
         """The child's result, once complete, well-formed and carrying the job's token."""

@@ -39,6 +39,10 @@ from ascend_kernel_gym.evaluation.tensor_wire import Importer, WireError, decode
 MAX_BYTES_PER_S = 2.0e13
 #: how far a child's claimed timing may exceed the wall time the zygote saw (clock granularity)
 TIMING_SLACK_S = 0.05
+#: a trial message may carry this many times the bytes of the reference's largest trial (its
+#: inputs, outputs and changed inputs), plus :data:`TRIAL_EXTRA_BYTES`: more is refused unread
+TRIAL_BYTES_FACTOR = 4
+TRIAL_EXTRA_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -66,6 +70,8 @@ class _Trial:
     aliased: list[bool] = field(default_factory=list)
     #: the absolute tolerance's factor (large-magnitude trials: the output's growth)
     atol_scale: float = 1.0
+    #: bytes of the trial's tensor inputs (the candidate may send them all back, changed)
+    input_bytes: int = 0
 
 
 @dataclass
@@ -160,7 +166,20 @@ class Judge:
             label=str(entry.get("label", "")),
             aliased=[bool(a) for a in entry.get("aliased") or []],
             atol_scale=max(1.0, float(entry.get("atol_scale", 1.0))),
+            input_bytes=max(0, int(entry.get("input_bytes") or 0)),
         )
+
+    def trial_bytes_limit(self) -> int:
+        """The most tensor bytes one trial message of the candidate's child may carry."""
+        largest = 0
+        for trial in [*self.trials, *([self.probe] if self.probe is not None else [])]:
+            total = trial.input_bytes
+            for value in (trial.output, *trial.inputs_after.values()):
+                for _, leaf in output_leaves(value):
+                    if isinstance(leaf, torch.Tensor):
+                        total += leaf.numel() * leaf.element_size()
+            largest = max(largest, total)
+        return TRIAL_BYTES_FACTOR * largest + TRIAL_EXTRA_BYTES
 
     def plan(self) -> dict[str, Any]:
         """What the candidate's child is told: seeds and distributions, never a reference value."""

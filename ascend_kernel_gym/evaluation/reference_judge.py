@@ -12,9 +12,9 @@ reference's results, and the verdict goes back to the zygote as JSON:
 ``{"action", "failure", "passed", "max_abs", "max_rel", "out_bytes"}``.
 
 A tensor the candidate's child could not hand over by handle arrives as bytes and is moved to
-the device here. The imports of one trial may not exceed :data:`IMPORT_FACTOR` times the size of
-the reference's largest trial (outputs and changed inputs) plus :data:`IMPORT_EXTRA_BYTES`, so a
-claimed shape cannot make this process allocate without bound.
+the device here. The imports of one trial may not exceed :meth:`.judge.Judge.trial_bytes_limit`
+(four times the reference's largest trial, outputs and changed inputs, plus 64 MB), so a claimed
+shape cannot make this process allocate without bound.
 
 Imports torch: only evaluation children import this module.
 """
@@ -31,15 +31,12 @@ import torch
 from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.judge import Judge, Verdict
-from ascend_kernel_gym.evaluation.outputs import output_leaves
 from ascend_kernel_gym.evaluation.process import Prepared, limit_memory
 from ascend_kernel_gym.evaluation.reference_run import build_plan
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.tensor_wire import WireError, encode_payload_parts
 from ascend_kernel_gym.evaluation.wire import HEADER, RESULT, frame, read_exact, write_all
 
-IMPORT_FACTOR = 4
-IMPORT_EXTRA_BYTES = 64 * 1024 * 1024
 #: the largest trial message header accepted from the zygote
 MAX_HEADER_BYTES = 16 * 1024 * 1024
 
@@ -58,7 +55,11 @@ def judge_main(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prep
         header = build_plan(job, device, tensors)
         judge = Judge(job.task.atol, job.task.rtol, job.num_trials)
         judge.load_live_reference(header, tensors)
-        message: dict[str, Any] = {"plan": judge.plan(), "slowest_ref_s": judge.slowest_ref_s}
+        message: dict[str, Any] = {
+            "plan": judge.plan(),
+            "slowest_ref_s": judge.slowest_ref_s,
+            "trial_bytes_limit": judge.trial_bytes_limit(),
+        }
     except StageError as failure:
         message = {"error": {"type": failure.error_type.value, "message": failure.message}}
     except BaseException as exc:  # noqa: BLE001 - a harness bug must still produce an answer
@@ -74,7 +75,7 @@ def judge_main(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prep
 
 
 def _serve(judge: Judge, device: torch.device, job_fd: int, result_fd: int) -> None:
-    budget = IMPORT_FACTOR * _largest_trial_bytes(judge) + IMPORT_EXTRA_BYTES
+    budget = judge.trial_bytes_limit()
     while True:
         trial = _read_trial(job_fd)
         if trial is None:
@@ -125,18 +126,6 @@ class _Importer:
             if exc.malformed:
                 raise WireError(str(exc)) from None
             raise StageError(ErrorType.HARNESS_ERROR, f"the judge could not read the output: {exc}") from None
-
-
-def _largest_trial_bytes(judge: Judge) -> int:
-    largest = 0
-    for trial in [*judge.trials, *([judge.probe] if judge.probe is not None else [])]:
-        total = 0
-        for value in (trial.output, *trial.inputs_after.values()):
-            for _, leaf in output_leaves(value):
-                if isinstance(leaf, torch.Tensor):
-                    total += leaf.numel() * leaf.element_size()
-        largest = max(largest, total)
-    return largest
 
 
 def _read_trial(fd: int) -> tuple[dict[str, Any], bytes] | None:

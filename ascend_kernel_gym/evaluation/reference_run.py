@@ -266,6 +266,8 @@ def _reference_trial(
         "magnitude": _magnitude(out),
         "output": encode_tree(out, tensors),
         "inputs_after": {str(i): encode_tree(ref_inputs[i], tensors) for i in changed},
+        # what the candidate's trial may carry back besides its output: every input, changed
+        "input_bytes": sum(x.numel() * x.element_size() for x in base if isinstance(x, torch.Tensor)),
     }
     slack_values = slack_of(base, out) if slack else None
     entry["slack"] = encode_tree(list(slack_values), tensors) if slack_values is not None else None

@@ -52,6 +52,7 @@ class RemoteJudge:
         self.max_rel = 0.0
         self.out_bytes = 0
         self._plan: dict[str, Any] | None = None
+        self._trial_limit: int | None = None
         self._pending = bytearray()
 
     def attach(self, stream: ChildStream | None) -> None:
@@ -73,6 +74,10 @@ class RemoteJudge:
     def plan(self) -> dict[str, Any]:
         return dict(self._plan or {})
 
+    def trial_bytes_limit(self) -> int | None:
+        """The judge's bound on one trial message's tensor bytes (None: it sent none)."""
+        return self._trial_limit
+
     def load_reference(self, header: dict[str, Any], body: bytes) -> None:
         """The reference child's first message: the plan, or the failure of the task's reference."""
         error = header.get("error")
@@ -89,8 +94,9 @@ class RemoteJudge:
         self._plan = plan
         try:
             self.slowest_ref_s = max(0.0, float(header.get("slowest_ref_s") or 0.0))
+            self._trial_limit = max(0, int(header.get("trial_bytes_limit") or 0)) or None
         except (TypeError, ValueError):
-            self.slowest_ref_s = 0.0
+            self.slowest_ref_s, self._trial_limit = 0.0, None
 
     def judge(self, header: dict[str, Any], body: bytes) -> RemoteVerdict:
         """Forward one trial of the candidate's child and return the judge's verdict."""

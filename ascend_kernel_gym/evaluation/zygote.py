@@ -38,7 +38,9 @@ from typing import Any
 
 from ascend_kernel_gym.evaluation.child_stream import Child, ChildStream, harness_failure, rss_bytes
 from ascend_kernel_gym.evaluation.device_lease import PAUSE_MAX_S, DeviceLease, LeaseKeeper, device_key, lease_enabled
+from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.remote_judge import RemoteJudge
+from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.verdict import final_reply
 from ascend_kernel_gym.evaluation.wire import (
     CONTINUE,
@@ -581,6 +583,10 @@ class Zygote:
                 chunk = os.read(read_fd, 1 << 20)
                 if chunk:
                     run.feed(chunk)
+                    if run.oversized and run.failure is None:
+                        run.failure = StageError(ErrorType.SHAPE_MISMATCH, run.oversized)
+                        self._retire(pid)
+                        break
                     if run.quiet_asked and quiet_since is None:
                         quiet_since = now
                     if run.status is None and not run.reason and run.reply() is not None:
@@ -598,6 +604,7 @@ class Zygote:
             ):
                 plan_sent = self._answer(child, encode_message(judge.plan()))
                 run.progress_at = time.perf_counter()
+                run.trial_limit = judge.trial_bytes_limit()
                 if self.stall_scaled:
                     stall_limit += WATCHDOG_REF_FACTOR.get(self.backend, 0.0) * judge.slowest_ref_s
             if run.trials and judge is not None and self._judge_trials(run, judge):

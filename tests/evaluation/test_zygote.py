@@ -430,3 +430,43 @@ def test_the_judges_time_is_not_the_candidates_stall(tmp_path) -> None:
     assert os.read(answers_read, 8) == b"CC"  # both trials answered
     os.close(answers_read)
     os.close(answers_write)
+
+
+def test_a_trial_larger_than_the_judge_allows_is_refused_before_it_is_buffered() -> None:
+    import torch
+
+    small = _trial_bytes(0, torch.ones(4), again=torch.ones(4))
+    accepted = ChildStream(_child(), "tok")
+    accepted.trial_limit = 64
+    accepted.feed(JOB_TAKEN + small)
+    assert len(accepted.trials) == 1 and not accepted.garbled and not accepted.oversized
+    big = _trial_bytes(0, torch.ones(1000), again=torch.ones(1000))
+    refused = ChildStream(_child(), "tok")
+    refused.trial_limit = 4096
+    body_at = len(big) - 8000  # the header and the body's announced size, none of the body
+    refused.feed(JOB_TAKEN + big[:body_at])
+    assert refused.garbled and not refused.trials and "8000 bytes" in refused.oversized
+    huge_header = ChildStream(_child(), "tok")
+    huge_header.feed(JOB_TAKEN + b"T" + HEADER.pack(1 << 40))
+    assert huge_header.garbled and not huge_header.oversized
+
+
+def test_the_judge_bounds_a_trial_by_the_references_inputs_and_outputs() -> None:
+    from ascend_kernel_gym.evaluation.judge import TRIAL_BYTES_FACTOR, TRIAL_EXTRA_BYTES
+
+    judge = _relu_judge()  # outputs of 4 float32 values, inputs not stated
+    assert judge.trial_bytes_limit() == TRIAL_EXTRA_BYTES + TRIAL_BYTES_FACTOR * 16
+    judge.trials[1].input_bytes = 1000
+    assert judge.trial_bytes_limit() == TRIAL_EXTRA_BYTES + TRIAL_BYTES_FACTOR * 1016
+
+
+def test_an_output_far_larger_than_the_references_is_a_shape_mismatch_not_a_hack(relu_task, relu_solution, tmp_path):
+    huge = relu_solution.replace("return out", "return out.expand(1100, *out.shape)")
+    assert huge != relu_solution
+    ev = Evaluator(backend="interpreter", workers=1, cache=False, timeout_s=120, tmp_root=str(tmp_path))
+    try:
+        result = ev.evaluate(EvalRequest(task=relu_task, code=huge, seed=5))
+    finally:
+        ev.close()
+    assert result.error_type == ErrorType.SHAPE_MISMATCH and not result.hack, result.error_message
+    assert "far more than the reference's" in result.error_message
