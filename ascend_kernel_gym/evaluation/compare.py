@@ -200,6 +200,26 @@ def precision_slack(ref: Any, ref_hi: Any) -> list[torch.Tensor | None] | None:
     return slack
 
 
+def rounding_moves(ref: Any, moved: Any) -> list[torch.Tensor | None] | None:
+    """``|moved - ref|`` per floating output tensor (float32; ``None`` for others), where both are
+    finite: how far the reference moved when its inputs moved a little. ``None`` when the
+    structures differ."""
+    try:
+        pairs = flatten_outputs(moved, ref)
+    except OutputCheckError:
+        return None
+    out: list[torch.Tensor | None] = []
+    for other, base, _ in pairs:
+        if not _TENSOR.is_floating_point(base) or tuple(other.shape) != tuple(base.shape):
+            out.append(None)
+            continue
+        a = _TENSOR.to(base, torch.float64)
+        b = _TENSOR.to(other, device=base.device, dtype=torch.float64)
+        err = torch.where(torch.isfinite(a) & torch.isfinite(b), (a - b).abs(), torch.zeros_like(a))
+        out.append(_TENSOR.to(err, torch.float32))
+    return out
+
+
 def _as_tensor(value: Any) -> Any:
     """Python scalars (outputs such as ``loss.item()``) as 0-d tensors; anything else unchanged."""
     return torch.as_tensor(value) if type(value) in SCALAR_TYPES else value

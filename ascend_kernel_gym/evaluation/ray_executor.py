@@ -41,6 +41,8 @@ START_TIMEOUT_S = 900.0
 HANG_SLACK_S = 600.0
 #: how long a live actor has to answer a ping
 PING_TIMEOUT_S = 30.0
+#: once one actor is ready, how long ``warm_up`` waits for others the cluster has no free room for
+PENDING_GRACE_S = 10.0
 #: CPUs (and pool workers) of one interpreter actor when ``workers_per_device`` is not given
 INTERPRETER_ACTOR_CPUS = 2
 #: actor method calls beyond its workers that may run at once (ping, info, stats)
@@ -119,6 +121,35 @@ def actor_options(backend: str, workers_per_device: int | None, extra: Mapping[s
     options["max_concurrency"] = int(size) + SPARE_CONCURRENCY
     options.update(dict(extra or {}))
     return options
+
+
+def actor_needs(options: Mapping[str, Any]) -> dict[str, float]:
+    """The Ray resources one pool actor with ``options`` takes."""
+    need: dict[str, float] = {}
+    if options.get("num_cpus"):
+        need["CPU"] = float(options["num_cpus"])
+    if options.get("num_gpus"):
+        need["GPU"] = float(options["num_gpus"])
+    for name, amount in dict(options.get("resources") or {}).items():
+        need[str(name)] = float(amount)
+    return need
+
+
+def room_for_one(options: Mapping[str, Any], free: Mapping[str, float]) -> bool:
+    """Whether the cluster's free resources hold one more pool actor."""
+    return all(float(free.get(name, 0.0)) >= amount for name, amount in actor_needs(options).items())
+
+
+def check_room(backend: str, count: int, options: Mapping[str, Any], resources: Mapping[str, float]) -> None:
+    """Raise ``ValueError`` when ``count`` actors cannot all be placed on the cluster as it is (the
+    ones beyond its resources would wait for nodes that may never come, and the caller with them)."""
+    for name, amount in actor_needs(options).items():
+        have = float(resources.get(name, 0.0))
+        if count * amount > have:
+            raise ValueError(
+                f"{count} {backend} pool actors need {count * amount:g} {name} in all, the Ray cluster has {have:g}: "
+                "ask for fewer actors (actors=...), fewer workers per actor (workers_per_device=...), or add nodes"
+            )
 
 
 def default_actor_count(backend: str, resources: Mapping[str, float], options: Mapping[str, Any]) -> int:
@@ -233,9 +264,12 @@ class RayExecutor:
         self.backend = cluster_backend(resources, backend)
         if self.backend == "interpreter" and not workers_per_device:
             workers_per_device = INTERPRETER_ACTOR_CPUS
+            if actors:  # the actors asked for share the cluster's CPUs rather than wait for more
+                workers_per_device = max(1, min(INTERPRETER_ACTOR_CPUS, int(resources.get("CPU", 1)) // actors))
         self._workers_per_device = workers_per_device
         self._options = actor_options(self.backend, workers_per_device, ray_options)
         count = actors or default_actor_count(self.backend, resources, self._options)
+        check_room(self.backend, count, self._options, resources)
         key = {"backend": self.backend, "pool": dict(pool_key), "actor": self._options, **pool_identity()}
         digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
         self.name = f"akg-pool-{self.backend}-{digest}"
@@ -400,10 +434,32 @@ class RayExecutor:
             return max(1, sum(max(m.capacity, self._options["max_concurrency"]) for m in self.members))
 
     def _await_actors(self, timeout_s: float) -> None:
+        """Wait for the starting actors; not for those that wait for resources the cluster does
+        not have free, once one actor is ready (they join when they get them; a warning says so)."""
         deadline = time.monotonic() + timeout_s
+        short_since: float | None = None
         with self._cond:
             while self._starting and time.monotonic() < deadline:
                 self._cond.wait(1.0)
+                if not any(m.ready and not m.dead for m in self.members):
+                    continue
+                try:
+                    free = dict(self._ray.available_resources())
+                except Exception:  # noqa: BLE001, S112 - no answer: keep waiting as before
+                    continue
+                if room_for_one(self._options, free):
+                    short_since = None
+                    continue
+                short_since = short_since if short_since is not None else time.monotonic()
+                if time.monotonic() - short_since >= PENDING_GRACE_S:
+                    ready = sum(1 for m in self.members if m.ready and not m.dead)
+                    warnings.warn(
+                        f"{self._starting} Ray pool actor(s) wait for resources the cluster does not have free "
+                        f"({actor_needs(self._options)}); going on with {ready} (they join once placed)",
+                        RuntimeWarning,
+                        stacklevel=3,
+                    )
+                    return
 
     def device_name(self) -> str:
         """The device of the first started actor (waits for one to start)."""

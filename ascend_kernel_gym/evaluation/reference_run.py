@@ -24,7 +24,7 @@ from typing import Any, NoReturn
 
 import torch
 
-from ascend_kernel_gym.evaluation.compare import all_finite, inputs_equal
+from ascend_kernel_gym.evaluation.compare import all_finite, inputs_equal, rounding_moves
 from ascend_kernel_gym.evaluation.errors import REFERENCE_BROKE_DEVICE, StageError, classify_exception
 from ascend_kernel_gym.evaluation.inputs import TrialSpec, clone_inputs, describe_trial, make_inputs, trial_schedule
 from ascend_kernel_gym.evaluation.job import Job
@@ -42,6 +42,10 @@ from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.shape_trials import build_case, case_text, extra_cases
 from ascend_kernel_gym.evaluation.tensor_wire import encode_payload_parts, encode_tree
 from ascend_kernel_gym.evaluation.wire import RESULT, write_all
+
+#: moved runs per varied trial, and the factor on the largest move (the slack it adds)
+SENSITIVITY_RUNS = 2
+SENSITIVITY_FACTOR = 2.0
 
 
 def reference_main(job: Job, result_fd: int, token: str, prepared: Prepared) -> NoReturn:
@@ -158,14 +162,19 @@ def _main_trial(
     slack_of: ReferenceSlack,
     tensors: list[torch.Tensor],
 ) -> dict[str, Any]:
-    """A trial at the main shape: as planned, or with the first fallback the reference takes."""
+    """A trial at the main shape: as planned, or with the first fallback the reference takes.
+
+    In a varied distribution the slack also covers the reference's own sensitivity to one
+    rounding step of its inputs (:func:`_sensitivity`)."""
     for distribution, vary in _fallbacks(spec.distribution, spec.vary_params and bool(slots), job):
         seed = rng.getrandbits(62)
         params = rng.getrandbits(62) if vary else None
         if params is not None:
             write_reference(slots, draw_values(slots, params))
         try:
-            entry = _reference_trial(loaded, device, seed, distribution, slack_of, tensors, optional=vary)
+            entry = _reference_trial(
+                loaded, device, seed, distribution, slack_of, tensors, optional=vary, sensitive=distribution != "task"
+            )  # fmt: skip
         finally:
             if params is not None:
                 write_reference(slots, base_values)
@@ -215,6 +224,47 @@ def _fallbacks(distribution: str, vary: bool, job: Job) -> list[tuple[str, bool]
     return [option for i, option in enumerate(options) if option not in options[:i]]
 
 
+def _sensitivity(loaded: LoadedReference, device: torch.device, base: list[Any], out: Any, seed: int) -> Any:
+    """How far the reference's output moves when its floating inputs move by one rounding step.
+
+    Per output tensor, :data:`SENSITIVITY_FACTOR` times the largest ``|out' - out|`` over
+    :data:`SENSITIVITY_RUNS` runs, each on inputs moved by relative machine epsilon with a random
+    sign per element: ``None`` for a tensor that is not floating; the whole result ``None`` when
+    a moved run fails or is not finite (the trial then falls back like a failing one). Where the
+    reference is ill-conditioned (attention on large logits picks another key after a rounding)
+    no kernel can be held closer to it than this.
+    """
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed ^ 0x5DEECE66D)
+    widest: list[Any] | None = None
+    for _ in range(SENSITIVITY_RUNS):
+        moved = []
+        for x in clone_inputs(base):
+            if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
+                signs = torch.randint(0, 2, x.shape, generator=gen, device=x.device).to(x.dtype).mul_(2).sub_(1)
+                x = x + x * signs * torch.finfo(x.dtype).eps
+            moved.append(x)
+        try:
+            again = run_once(loaded.reference, moved, device, [])
+        except Exception:  # noqa: BLE001 - failing one rounding step away: not a trial to judge by
+            return None
+        if not all_finite(again):
+            return None
+        moves = rounding_moves(out, again)
+        if moves is None:
+            return None
+        widest = moves if widest is None else [_wider(a, b) for a, b in zip(widest, moves, strict=True)]
+    if widest is None:
+        return None
+    return [None if m is None else m.mul_(SENSITIVITY_FACTOR) for m in widest]
+
+
+def _wider(a: Any, b: Any) -> Any:
+    if a is None or b is None:
+        return a if b is None else b
+    return torch.maximum(a, b)
+
+
 def _magnitude(value: Any) -> float:
     """The largest finite absolute value among the floating tensors of an output."""
     largest = 0.0
@@ -234,10 +284,12 @@ def _reference_trial(
     tensors: list[torch.Tensor],
     slack: bool = True,
     optional: bool = False,
+    sensitive: bool = False,
 ) -> dict[str, Any] | None:
     """One trial's reference results; None when a varied distribution, or anything else that makes
     the trial ``optional`` (varied parameters, another shape), makes the reference fail or return
-    non-finite values."""
+    non-finite values. ``sensitive``: the slack also covers how far the output moves when the
+    inputs move by one rounding step (:func:`_sensitivity`)."""
     base = make_inputs(loaded.task_module, seed, distribution, device)
     ref_inputs = clone_inputs(base)
     try:
@@ -257,6 +309,9 @@ def _reference_trial(
         return None
     if (distribution != "task" or optional) and not all_finite(out):
         return None
+    moves = _sensitivity(loaded, device, base, out, seed) if sensitive else None
+    if sensitive and moves is None:
+        return None
     changed = inputs_equal(ref_inputs, base)
     entry: dict[str, Any] = {
         "seed": seed,
@@ -270,5 +325,8 @@ def _reference_trial(
         "input_bytes": sum(x.numel() * x.element_size() for x in base if isinstance(x, torch.Tensor)),
     }
     slack_values = slack_of(base, out) if slack else None
+    if moves is not None and any(m is not None and bool(m.any()) for m in moves):
+        own = list(slack_values) if slack_values is not None else [None] * len(moves)
+        slack_values = [_wider(a, b) for a, b in zip(own, moves, strict=True)]
     entry["slack"] = encode_tree(list(slack_values), tensors) if slack_values is not None else None
     return entry

@@ -152,3 +152,14 @@ def test_none_in_the_reference_output_pairs_with_none() -> None:
         flatten_outputs((out, out), (out, None))
     assert outputs_close((out, None), (out, None), 1e-4, 1e-4) and outputs_identical((out, None), (out, None))
     assert outputs_close(2.5, 2.5, 1e-4, 1e-4) and not outputs_identical(None, out)
+
+
+def test_rounding_moves_measure_how_far_the_reference_moved() -> None:
+    from ascend_kernel_gym.evaluation.compare import rounding_moves
+
+    ref = (torch.tensor([1.0, 2.0, float("inf")]), torch.tensor([1, 2]))
+    moved = (torch.tensor([1.5, 2.0, 3.0]), torch.tensor([1, 3]))
+    moves = rounding_moves(ref, moved)
+    assert moves is not None and moves[1] is None  # integer outputs get no slack
+    assert moves[0].tolist() == [0.5, 0.0, 0.0]  # where either side is not finite: none
+    assert rounding_moves(ref, (moved[0],)) is None  # another structure

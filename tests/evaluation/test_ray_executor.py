@@ -253,3 +253,17 @@ def test_verify_reruns_a_submission_on_the_ray_pool(ray_evaluator, tmp_path, rel
     report = verify_submission(build_submission(run), evaluator=ray_evaluator)
     assert report.accepted, report.reasons
     assert (report.local_backend, report.local_device) == ("interpreter", device) and report.speed_comparable
+
+
+def test_actors_the_cluster_cannot_hold_are_refused_up_front() -> None:
+    from ascend_kernel_gym.evaluation.ray_executor import actor_needs, check_room, room_for_one
+
+    cuda = actor_options("cuda", None, None)
+    check_room("cuda", 8, cuda, {"CPU": 64.0, "GPU": 8.0})
+    with pytest.raises(ValueError, match="9 cuda pool actors need 9 GPU in all, the Ray cluster has 8"):
+        check_room("cuda", 9, cuda, {"CPU": 64.0, "GPU": 8.0})
+    cpu = actor_options("interpreter", 2, {"resources": {"eval": 1}})
+    assert actor_needs(cpu) == {"CPU": 2.0, "eval": 1.0}
+    with pytest.raises(ValueError, match="need 2 eval"):
+        check_room("interpreter", 2, cpu, {"CPU": 8.0, "eval": 1.0})
+    assert room_for_one(cpu, {"CPU": 2.0, "eval": 1.0}) and not room_for_one(cpu, {"CPU": 1.0, "eval": 1.0})
