@@ -11,7 +11,7 @@ Imports torch: use only in evaluator children and tests.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,40 +184,33 @@ def precision_slack(ref: Any, ref_hi: Any) -> list[torch.Tensor | None] | None:
     that error. One entry per reference tensor in depth-first order (``None``: no slack);
     ``None`` when the structures differ.
     """
-    try:
-        pairs = flatten_outputs(ref_hi, ref)
-    except OutputCheckError:
-        return None
-    slack: list[torch.Tensor | None] = []
-    for hi, lo, _ in pairs:
-        if lo.dtype not in LOW_PRECISION or tuple(hi.shape) != tuple(lo.shape):
-            slack.append(None)
-            continue
-        lo64 = _TENSOR.to(lo, torch.float64)
-        hi64 = _TENSOR.to(hi, device=lo.device, dtype=torch.float64)
-        err = torch.where(torch.isfinite(lo64) & torch.isfinite(hi64), (lo64 - hi64).abs(), torch.zeros_like(lo64))
-        slack.append(_TENSOR.to(err, torch.float32))
-    return slack
+    return _finite_gaps(ref, ref_hi, lambda t: t.dtype in LOW_PRECISION)
 
 
 def rounding_moves(ref: Any, moved: Any) -> list[torch.Tensor | None] | None:
     """``|moved - ref|`` per floating output tensor (float32; ``None`` for others), where both are
     finite: how far the reference moved when its inputs moved a little. ``None`` when the
     structures differ."""
+    return _finite_gaps(ref, moved, _TENSOR.is_floating_point)
+
+
+def _finite_gaps(ref: Any, other: Any, wanted: Callable[[torch.Tensor], bool]) -> list[torch.Tensor | None] | None:
+    """``|ref - other|`` in float32 per tensor of ``ref`` that ``wanted`` picks (0 where either side
+    is not finite; ``None`` for the others), on ``ref``'s device; ``None`` when the structures differ."""
     try:
-        pairs = flatten_outputs(moved, ref)
+        pairs = flatten_outputs(other, ref)
     except OutputCheckError:
         return None
-    out: list[torch.Tensor | None] = []
-    for other, base, _ in pairs:
-        if not _TENSOR.is_floating_point(base) or tuple(other.shape) != tuple(base.shape):
-            out.append(None)
+    gaps: list[torch.Tensor | None] = []
+    for second, base, _ in pairs:
+        if not wanted(base) or tuple(second.shape) != tuple(base.shape):
+            gaps.append(None)
             continue
         a = _TENSOR.to(base, torch.float64)
-        b = _TENSOR.to(other, device=base.device, dtype=torch.float64)
+        b = _TENSOR.to(second, device=base.device, dtype=torch.float64)
         err = torch.where(torch.isfinite(a) & torch.isfinite(b), (a - b).abs(), torch.zeros_like(a))
-        out.append(_TENSOR.to(err, torch.float32))
-    return out
+        gaps.append(_TENSOR.to(err, torch.float32))
+    return gaps
 
 
 def _as_tensor(value: Any) -> Any:
