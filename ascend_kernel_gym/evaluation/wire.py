@@ -48,6 +48,14 @@ TRIAL_DONE = b"D"
 #: the longest a child waits for a quiet device before timing anyway
 #: where an evaluation's verdict can be decided (see ``zygote.Zygote.judge_mode``)
 JUDGE_MODES = ("zygote", "reference", "child")
+#: where each backend's verdict is decided by default (``AKG_JUDGE`` overrides)
+DEFAULT_JUDGE = {"interpreter": "zygote", "cuda": "reference", "npu": "child"}
+#: what each judge mode means, for reports (``akg doctor``)
+JUDGE_TEXT = {
+    "zygote": "the zygote, on plain bytes copied out of the candidate's child",
+    "reference": "the reference child, on its own copy of the outputs (cuda: handed over by CUDA IPC handle)",
+    "child": "the candidate's own child: no process boundary, a compromised child can forge its verdict",
+}
 QUIET_MAX_S = 10.0
 #: the longest a zygote waits for another zygote's timing on the same device (:mod:`.device_lease`),
 #: before a job starts and before its own timing; its children's stopped time is added to their limits

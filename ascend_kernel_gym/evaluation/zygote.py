@@ -44,6 +44,7 @@ from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.verdict import final_reply
 from ascend_kernel_gym.evaluation.wire import (
     CONTINUE,
+    DEFAULT_JUDGE,
     GO,
     JUDGE_MODES,
     LEASE_EXTRA_MAX_S,
@@ -62,8 +63,6 @@ SETTLE_MAX_S = 30.0
 RSS_POLL_S = 0.05
 #: children forked ahead: one evaluation takes two (the candidate's and the reference's)
 SPARES = 2
-#: where each backend's verdict is decided by default (see ``Zygote.judge_mode``)
-DEFAULT_JUDGE = {"interpreter": "zygote", "cuda": "reference", "npu": "child"}
 
 
 def device_touched() -> bool:

@@ -173,6 +173,7 @@ def doctor_report() -> dict[str, Any]:
         }
     backends = ["interpreter", *(b for b in ("cuda", "npu") if report["backends"][b]["available"])]
     report["os_sandbox"] = os_sandbox_report(backends)
+    report["judge"] = judge_report(backends)
     from ascend_kernel_gym.ascend.lower_env import env_status
 
     report["ascend_lower"] = env_status()
@@ -197,6 +198,22 @@ def os_sandbox_report(backends: list[str]) -> dict[str, Any]:
             "notes": probe.notes,
         }
     return {"enabled": os_sandbox_default(), "switch": f"{OS_SANDBOX_ENV}=0 turns it off", "backends": layers}
+
+
+def judge_report(backends: list[str]) -> dict[str, Any]:
+    """Where each backend's correctness verdict is decided (``AKG_JUDGE`` overrides the default)."""
+    from ascend_kernel_gym.evaluation.pool import judge_mode_from_env
+    from ascend_kernel_gym.evaluation.wire import DEFAULT_JUDGE, JUDGE_TEXT
+
+    try:
+        forced = judge_mode_from_env()
+    except ValueError as exc:
+        return {"error": str(exc)}
+    out: dict[str, Any] = {}
+    for backend in backends:
+        mode = forced or DEFAULT_JUDGE.get(backend, "child")
+        out[backend] = {"mode": mode, "where": JUDGE_TEXT[mode], "forced": bool(forced)}
+    return out
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -235,6 +252,14 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
                 shown = value if layer not in probe["missing"] else f"[red]{value}[/red]"
             sandbox_table.add_row(backend, layer, shown)
     console.print(sandbox_table)
+    judges = report["judge"]
+    if "error" in judges:
+        console.print(f"[red]{escape(judges['error'])}[/red]")
+    for backend, judge in {k: v for k, v in judges.items() if k != "error"}.items():
+        where = escape(judge["where"])
+        shown = f"[red]{where}[/red]" if judge["mode"] == "child" else where
+        note = " (AKG_JUDGE)" if judge["forced"] else ""
+        console.print(f"verdict on {backend}: decided in {shown}{note}")
     lower = report["ascend_lower"]
     if lower["ready"]:
         line = f"[green]ready[/green]: triton-ascend {lower['triton_ascend']} at {escape(lower['path'])}"

@@ -39,3 +39,18 @@ def test_doctor_names_the_missing_layers_and_the_switch(capsys, monkeypatch) -> 
     table = capsys.readouterr().out
     assert "evaluator OS sandbox: off" in table and "AKG_OS_SANDBOX=0" in table
     assert "landlock" in table and "ENOSYS" in table and "seccomp" in table
+
+
+def test_doctor_says_where_each_backends_verdict_is_decided(capsys, monkeypatch) -> None:
+    monkeypatch.delenv("AKG_JUDGE", raising=False)
+    assert akg(["doctor", "--json"]) == 0
+    judges = json.loads(capsys.readouterr().out)["judge"]
+    assert judges["interpreter"]["mode"] == "zygote" and not judges["interpreter"]["forced"]
+    assert judges.get("cuda", {"mode": "reference"})["mode"] == "reference"  # where cuda is available
+    monkeypatch.setenv("AKG_JUDGE", "child")
+    assert akg(["doctor"]) == 0
+    text = capsys.readouterr().out
+    assert "verdict on interpreter" in text and "forge its verdict" in text and "(AKG_JUDGE)" in text
+    monkeypatch.setenv("AKG_JUDGE", "bogus")
+    assert akg(["doctor", "--json"]) == 0
+    assert "AKG_JUDGE must be one of" in json.loads(capsys.readouterr().out)["judge"]["error"]
