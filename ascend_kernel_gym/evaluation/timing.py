@@ -19,8 +19,9 @@ itself is :func:`time_side_by_side`):
   ``HOST_FACTOR`` times the 90th percentile of the warm-up calls' host time when that is longer
   (at most ``MAX_CUSHION_MS``): the host time of one call differs between processes, and a
   cushion it nearly used up left idle device time in the windows of some evaluations. A timed
-  call whose host part still outran the cushion (a hiccup of the machine) is timed again, up to
-  ``HOST_RETRIES`` times (``timing["host"]`` says how often). Measuring from an idle device
+  call whose host part still outran the cushion (a hiccup of the machine) is timed again on a
+  fresh input set, up to ``HOST_RETRIES`` times (``timing["host"]`` says how often), so a model
+  that stalls its host on purpose gains no second call on inputs it has seen. Measuring from an idle device
   instead puts the host's wake-up and launch jitter (tens of microseconds, varying between
   processes) into every sample, which dominated 0.1 ms kernels on an H200;
 - *synchronized mode*: every Triton launch is probed for the current stream; a launch on any
@@ -201,7 +202,7 @@ def time_side_by_side(
 
     ``run_*`` must return a zero-argument callable that performs only the model call, after
     having copied set ``k`` into the model's input buffers. Round ``r`` uses set ``r mod
-    num_sets``; warm-up uses set ``-1``. In the check and audit rounds (chosen at random,
+    num_sets`` (a call timed again, set ``k + num_sets * attempt``); warm-up uses set ``-1``. In the check and audit rounds (chosen at random,
     untimed): ``after_candidate(k)`` runs right after the candidate's call, ``check(k)`` once
     both models ran, then ``audit(k)`` in the audit rounds. ``side_stream_launches()`` counts
     the kernel launches seen so far on a stream other than the calling one; when it grows (in
@@ -407,23 +408,30 @@ def _rounds(
             dev.synchronize()
         order = [("cand", run_candidate), ("ref", run_reference)]
         rng.shuffle(order)
+        cand_key = k
         for which, prepare in order:
-            for _attempt in range(1 + HOST_RETRIES):
-                elapsed, host_ms = timed_call_host(prepare(k), dev, flush, fills, mode, rep)
+            key = k
+            for attempt in range(1 + HOST_RETRIES):
+                elapsed, host_ms = timed_call_host(prepare(key), dev, flush, fills, mode, rep)
                 if which == "cand" and watch is not None and watch[0]() != watch[1]:
                     raise _SideStreamLaunchError
                 exposed = mode == STREAM_MODE and cushion_ms > 0 and host_ms > HOST_SHARE * cushion_ms
                 if not exposed:
                     break
                 host.retries[which] += 1
+                # Timed again on a fresh input set: a model that stalls its host on purpose must
+                # not get a second call on inputs it has just seen (and could have cached).
+                key = k + num_sets * (attempt + 1)
             else:
                 host.kept_exposed[which] += 1
             host.samples[which].append(host_ms)
             (cand_times if which == "cand" else ref_times).append(elapsed)
-            if which == "cand" and after_candidate is not None and (rep in check_at or rep in audit_at):
-                after_candidate(k)  # untimed: the library snapshot, before the reference runs
+            if which == "cand":
+                cand_key = key
+                if after_candidate is not None and (rep in check_at or rep in audit_at):
+                    after_candidate(key)  # untimed: the library snapshot, before the reference runs
         if check is not None and (rep in check_at or rep in audit_at):
-            check(k)  # untimed: both models' outputs of this round
+            check(cand_key)  # untimed: the candidate's output of this round, on the set it was timed on
         if rep in audit_at:
             audit(k)
     return cand_times, ref_times

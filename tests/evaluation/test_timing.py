@@ -395,3 +395,35 @@ def test_a_call_that_always_outruns_the_cushion_keeps_its_time(monkeypatch) -> N
     assert result.details["kernel_ms_samples"] == pytest.approx([53.0] * 2)
     assert calls == 1 + 2 * (1 + timing.HOST_RETRIES)
     assert result.details["host"]["kernel_exposed_kept"] == 2
+
+
+def test_a_call_timed_again_gets_inputs_it_has_not_seen(monkeypatch) -> None:
+    # A candidate that computes (10 ms) and stalls its host the first time it sees an input set,
+    # then answers from a cache (1 ms) when the same set comes again: the call timed again must
+    # not be that cache hit.
+    import time
+
+    monkeypatch.setattr(timing, "CPU_CUSHION_MS", 40.0)
+    clock = FakeClock()
+    seen: set[int] = set()
+
+    def candidate(k: int):
+        def call() -> None:
+            if k in seen:
+                clock.advance(1.0)
+                return
+            seen.add(k)
+            time.sleep(0.06)
+            clock.advance(10.0)
+
+        return call
+
+    checked: list[int] = []
+    result = timing.time_side_by_side(
+        candidate, _model(clock, 5.0, [], "ref"), lambda k: None, device_type="cpu", num_sets=4, reps=4, warmup=1,
+        audit_rounds=0, check_rounds=4, rng=random.Random(0), flush_bytes=1 << 12, warmup_s=0.0, clock=clock,
+        check=checked.append,
+    )  # fmt: skip
+    assert result.details["kernel_ms_samples"] == pytest.approx([10.0] * 4)  # never the 1 ms cache hit
+    assert result.details["host"]["kernel_exposed_kept"] == 4
+    assert len(checked) == 4 and all(k >= 4 for k in checked)  # each check on the set last timed
