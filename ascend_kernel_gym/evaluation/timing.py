@@ -202,9 +202,10 @@ def time_side_by_side(
 
     ``run_*`` must return a zero-argument callable that performs only the model call, after
     having copied set ``k`` into the model's input buffers. Round ``r`` uses set ``r mod
-    num_sets`` (a call timed again, set ``k + num_sets * attempt``); warm-up uses set ``-1``. In the check and audit rounds (chosen at random,
-    untimed): ``after_candidate(k)`` runs right after the candidate's call, ``check(k)`` once
-    both models ran, then ``audit(k)`` in the audit rounds. ``side_stream_launches()`` counts
+    num_sets`` (a call timed again, set ``k + num_sets * attempt``); warm-up uses set ``-1``. In
+    the check and audit rounds (chosen at random, untimed): ``after_candidate(k)`` runs right
+    after the candidate's call, ``check(k)`` once both models ran (``k``: the set the
+    candidate's call was timed on), then ``audit(k)`` in the audit rounds. ``side_stream_launches()`` counts
     the kernel launches seen so far on a stream other than the calling one; when it grows (in
     warm-up or in any timed round) the whole measurement is redone in the synchronized mode.
     ``relocate()`` (untimed) moves memory the models use but the harness does not place, such as
