@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402, F401  (before the package: works without gymnasium)
+from _benchutil import package_versions, positive_ints  # noqa: E402
 
 from ascend_kernel_gym.evaluation import EvalRequest, EvalResult, Evaluator  # noqa: E402
 from ascend_kernel_gym.tasks import load_suite  # noqa: E402
@@ -53,10 +54,7 @@ DEFAULT_OUT = ROOT / "bench" / "results" / "gpu_concurrency_h200.md"
 
 def parse_concurrency(text: str) -> list[int]:
     """``"1,2,4,8"`` -> ``[1, 2, 4, 8]`` (sorted, unique, each >= 1)."""
-    values = sorted({int(part) for part in text.split(",") if part.strip()})
-    if not values or values[0] < 1:
-        raise argparse.ArgumentTypeError(f"--concurrency needs positive integers, got {text!r}")
-    return values
+    return positive_ints(text, "--concurrency")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -249,18 +247,6 @@ def write(out: Path, meta: dict[str, Any], runs: list[dict[str, Any]]) -> None:
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "runs": runs}, indent=2))
 
 
-def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for dist in ("torch", "triton", "triton-ascend", "torch_npu"):
-        try:
-            out[dist] = version(dist)
-        except PackageNotFoundError:
-            continue
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     orders = [o.strip() for o in args.orders.split(",") if o.strip()]
@@ -292,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "device": "-",
         "cores": os.cpu_count(),
-        "versions": _versions(),
+        "versions": package_versions(),
         "python": platform.python_version(),
         "command": "python "
         + " ".join([os.path.relpath(__file__, ROOT), *(argv if argv is not None else sys.argv[1:])]),

@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402, F401  (before the package: works without gymnasium)
+from _benchutil import package_versions  # noqa: E402
 
 from ascend_kernel_gym.evaluation import EvalRequest, EvalResult, Evaluator  # noqa: E402
 from ascend_kernel_gym.evaluation.job import Job  # noqa: E402
@@ -89,18 +90,6 @@ def _progress(items: list[Any], desc: str) -> Any:
 
 def _variant(code: str, tag: str) -> str:
     return f"{code}\n# {tag}\n"  # distinct code: the result cache cannot answer
-
-
-def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for dist in ("torch", "triton", "triton-ascend", "torch_npu"):
-        try:
-            out[dist] = version(dist)
-        except PackageNotFoundError:
-            continue
-    return out
 
 
 def _device_name(backend: str) -> str:
@@ -480,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
             "backend": ev.backend,
             "date": dt.datetime.now().isoformat(timespec="seconds"),
             "device": _device_name(ev.backend),
-            "versions": _versions(),
+            "versions": package_versions(),
             "python": platform.python_version(),
             "command": "python " + " ".join([os.path.relpath(__file__, ROOT), *(argv or sys.argv[1:])]),
             "workers": ev.workers,

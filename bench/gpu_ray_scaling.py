@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402, F401  (before the package: works without gymnasium)
+from _benchutil import positive_ints  # noqa: E402
 from gpu_concurrency import THRESHOLD, burst  # noqa: E402
 
 from ascend_kernel_gym.evaluation import EvalResult, Evaluator  # noqa: E402
@@ -49,10 +50,7 @@ DEFAULT_OUT = ROOT / "bench" / "results" / "gpu_ray_scaling_h200.md"
 
 
 def parse_counts(text: str) -> list[int]:
-    values = sorted({int(part) for part in text.split(",") if part.strip()})
-    if not values or values[0] < 1:
-        raise argparse.ArgumentTypeError(f"--gpus needs positive integers, got {text!r}")
-    return values
+    return positive_ints(text, "--gpus")
 
 
 def build_parser() -> argparse.ArgumentParser:
