@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import traceback
+from dataclasses import dataclass
 from typing import Any
 
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType, EvalResult
@@ -39,6 +40,15 @@ class StageError(Exception):
         self.message = message
         self.hack = hack
         self.metrics = metrics
+
+
+@dataclass
+class Verdict:
+    """The judge's answer to one trial message (wherever the judge runs)."""
+
+    #: ``continue`` (next trial, or on to the later stages), ``probe`` (send the probe output) or ``fail``
+    action: str
+    failure: StageError | None = None
 
 
 def stage_error_from(data: dict[str, Any], limit: int = 4000) -> StageError:

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from ascend_kernel_gym.evaluation.compare import compare, outputs_close, outputs_identical, quick_close
-from ascend_kernel_gym.evaluation.errors import StageError, record_failure, stage_error_from
+from ascend_kernel_gym.evaluation.errors import StageError, Verdict, record_failure, stage_error_from
 from ascend_kernel_gym.evaluation.outputs import OutputCheckError, flatten_outputs, output_leaves
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
 from ascend_kernel_gym.evaluation.tensor_wire import Importer, WireError, decode_tensors, decode_tree
@@ -43,15 +43,6 @@ TIMING_SLACK_S = 0.05
 #: inputs, outputs and changed inputs), plus :data:`TRIAL_EXTRA_BYTES`: more is refused unread
 TRIAL_BYTES_FACTOR = 4
 TRIAL_EXTRA_BYTES = 64 * 1024 * 1024
-
-
-@dataclass
-class Verdict:
-    """The judge's answer to one trial message."""
-
-    #: ``continue`` (next trial, or on to the later stages), ``probe`` (send the probe output) or ``fail``
-    action: str
-    failure: StageError | None = None
 
 
 @dataclass

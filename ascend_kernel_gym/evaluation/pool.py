@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import select
 import subprocess
 import sys
 import threading
@@ -29,7 +28,7 @@ from typing import Any
 
 from ascend_kernel_gym.evaluation.concurrency import OWN_MEMORY_CAP_MESSAGE
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
-from ascend_kernel_gym.evaluation.wire import HEADER, JUDGE_MODES, LEASE_EXTRA_MAX_S, write_message
+from ascend_kernel_gym.evaluation.wire import HEADER, JUDGE_MODES, LEASE_EXTRA_MAX_S, read_exact_by, write_message
 from ascend_kernel_gym.evaluation.zygote import BOOTSTRAP
 
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "TMPDIR", "PYTHONHASHSEED", "SYSTEMROOT")
@@ -248,35 +247,17 @@ class ZygoteHandle:
     def _read(self, deadline: float) -> Any:
         assert self.proc is not None and self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
-        header = self._read_exact(fd, HEADER.size, deadline)
+        header = read_exact_by(fd, HEADER.size, deadline)
         if header is None:
             return None
         (size,) = HEADER.unpack(header)
-        payload = self._read_exact(fd, size, deadline)
+        payload = read_exact_by(fd, size, deadline)
         if payload is None:
             return None
         try:
             return pickle.loads(payload)  # noqa: S301 - the zygote is harness code
         except Exception:  # noqa: BLE001
             return None
-
-    @staticmethod
-    def _read_exact(fd: int, size: int, deadline: float) -> bytes | None:
-        chunks = []
-        remaining = size
-        while remaining:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
-            if not ready:
-                continue
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                return None
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
 
 
 _SIGNAL_NAMES = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}

@@ -28,9 +28,9 @@ from typing import Any, NoReturn
 
 import torch
 
-from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.errors import StageError, Verdict
 from ascend_kernel_gym.evaluation.job import Job
-from ascend_kernel_gym.evaluation.judge import Judge, Verdict
+from ascend_kernel_gym.evaluation.judge import Judge
 from ascend_kernel_gym.evaluation.process import Prepared, limit_memory
 from ascend_kernel_gym.evaluation.reference_run import build_plan
 from ascend_kernel_gym.evaluation.result import ErrorType

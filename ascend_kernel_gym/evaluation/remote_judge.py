@@ -15,27 +15,16 @@ Plain bytes and JSON only (no torch): the zygote imports this module.
 from __future__ import annotations
 
 import json
-import os
-import select
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from ascend_kernel_gym.evaluation.child_stream import ChildStream, harness_failure
-from ascend_kernel_gym.evaluation.errors import StageError, stage_error_from
+from ascend_kernel_gym.evaluation.errors import StageError, Verdict, stage_error_from
 from ascend_kernel_gym.evaluation.result import ErrorType
-from ascend_kernel_gym.evaluation.wire import HEADER, write_all
+from ascend_kernel_gym.evaluation.wire import HEADER, read_exact_by, write_all
 
 #: the most bytes one verdict message may have
 MAX_VERDICT_BYTES = 1 << 20
-
-
-@dataclass
-class RemoteVerdict:
-    """The judge's answer to one trial (the fields of :class:`.judge.Verdict`)."""
-
-    action: str
-    failure: StageError | None = None
 
 
 class RemoteJudge:
@@ -53,7 +42,6 @@ class RemoteJudge:
         self.out_bytes = 0
         self._plan: dict[str, Any] | None = None
         self._trial_limit: int | None = None
-        self._pending = bytearray()
 
     def attach(self, stream: ChildStream | None) -> None:
         """The reference child's stream (its pipes are read at each use: a restart replaces them)."""
@@ -98,19 +86,19 @@ class RemoteJudge:
         except (TypeError, ValueError):
             self.slowest_ref_s, self._trial_limit = 0.0, None
 
-    def judge(self, header: dict[str, Any], body: bytes) -> RemoteVerdict:
+    def judge(self, header: dict[str, Any], body: bytes) -> Verdict:
         """Forward one trial of the candidate's child and return the judge's verdict."""
         stream = self.stream
         if stream is None or self._plan is None:
-            return RemoteVerdict("fail", harness_failure("the judge is not running"))
+            return Verdict("fail", harness_failure("the judge is not running"))
         head = json.dumps(header).encode()
         try:
             write_all(stream.child.job_fd, HEADER.pack(len(head)), head, HEADER.pack(len(body)), body)
         except OSError:
-            return RemoteVerdict("fail", harness_failure("the judge (the reference child) went away"))
+            return Verdict("fail", harness_failure("the judge (the reference child) went away"))
         message = self._read_verdict(stream.child.result_fd)
         if isinstance(message, StageError):
-            return RemoteVerdict("fail", message)
+            return Verdict("fail", message)
         try:
             self.passed = int(message["passed"])
             self.max_abs = float(message["max_abs"])
@@ -119,40 +107,33 @@ class RemoteJudge:
             action = str(message["action"])
             failure = _failure(message.get("failure"))
         except (KeyError, TypeError, ValueError):
-            return RemoteVerdict("fail", harness_failure("the judge's verdict is unreadable"))
+            return Verdict("fail", harness_failure("the judge's verdict is unreadable"))
         if action not in ("continue", "probe", "fail") or (action == "fail") != (failure is not None):
-            return RemoteVerdict("fail", harness_failure("the judge's verdict is unreadable"))
-        return RemoteVerdict(action, failure)
+            return Verdict("fail", harness_failure("the judge's verdict is unreadable"))
+        return Verdict(action, failure)
 
     def _read_verdict(self, fd: int) -> dict[str, Any] | StageError:
-        while True:
-            if len(self._pending) >= HEADER.size:
-                (size,) = HEADER.unpack(self._pending[: HEADER.size])
-                if size > MAX_VERDICT_BYTES:
-                    return harness_failure("the judge's verdict is too large")
-                if len(self._pending) >= HEADER.size + size:
-                    raw = bytes(self._pending[HEADER.size : HEADER.size + size])
-                    del self._pending[: HEADER.size + size]
-                    try:
-                        message = json.loads(raw)
-                    except ValueError:
-                        message = None
-                    if not isinstance(message, dict):
-                        return harness_failure("the judge's verdict is unreadable")
-                    return message
-            left = self.deadline - time.perf_counter()
-            if left <= 0:
+        def gone() -> StageError:
+            if time.perf_counter() >= self.deadline:
                 return harness_failure("the judge did not answer within the time limit", timeout=True)
-            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
-            if not ready:
-                continue
-            try:
-                chunk = os.read(fd, 1 << 16)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                return harness_failure("the judge (the reference child) ended without a verdict")
-            self._pending += chunk
+            return harness_failure("the judge (the reference child) ended without a verdict")
+
+        head = read_exact_by(fd, HEADER.size, self.deadline, time.perf_counter)
+        if head is None:
+            return gone()
+        (size,) = HEADER.unpack(head)
+        if size > MAX_VERDICT_BYTES:
+            return harness_failure("the judge's verdict is too large")
+        raw = read_exact_by(fd, size, self.deadline, time.perf_counter)
+        if raw is None:
+            return gone()
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            message = None
+        if not isinstance(message, dict):
+            return harness_failure("the judge's verdict is unreadable")
+        return message
 
 
 def _failure(data: Any) -> StageError | None:
