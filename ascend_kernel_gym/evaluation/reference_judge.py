@@ -23,53 +23,40 @@ from __future__ import annotations
 
 import json
 import os
-import traceback
 from typing import Any, NoReturn
 
 import torch
 
+from ascend_kernel_gym.evaluation.child_stream import MAX_TRIAL_HEADER
 from ascend_kernel_gym.evaluation.errors import StageError, Verdict
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.judge import Judge
-from ascend_kernel_gym.evaluation.process import Prepared, limit_memory
-from ascend_kernel_gym.evaluation.reference_run import build_plan
+from ascend_kernel_gym.evaluation.process import Prepared
+from ascend_kernel_gym.evaluation.reference_run import plan_or_failure
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.tensor_wire import WireError, encode_payload_parts
 from ascend_kernel_gym.evaluation.wire import HEADER, RESULT, frame, read_exact, write_all
 
-#: the largest trial message header accepted from the zygote
-MAX_HEADER_BYTES = 16 * 1024 * 1024
-
 
 def judge_main(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prepared) -> NoReturn:
     """Build the plan and the reference's results, send the plan, then judge trials until the zygote closes."""
+    tensors: list[torch.Tensor] = []
+    header = plan_or_failure(job, prepared, tensors)
     judge: Judge | None = None
-    device: torch.device | None = None
-    try:
-        if prepared.error is not None:
-            raise prepared.error
-        assert prepared.device is not None
-        device = prepared.device
-        limit_memory(job)
-        tensors: list[torch.Tensor] = []
-        header = build_plan(job, device, tensors)
-        judge = Judge(job.task.atol, job.task.rtol, job.num_trials)
-        judge.load_live_reference(header, tensors)
-        message: dict[str, Any] = {
-            "plan": judge.plan(),
-            "slowest_ref_s": judge.slowest_ref_s,
-            "trial_bytes_limit": judge.trial_bytes_limit(),
-        }
-    except StageError as failure:
-        message = {"error": {"type": failure.error_type.value, "message": failure.message}}
-    except BaseException as exc:  # noqa: BLE001 - a harness bug must still produce an answer
-        text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        message = {"error": {"type": ErrorType.HARNESS_ERROR.value, "message": f"reference child: {text}"}}
-    message["token"] = token
-    try:
+    message: dict[str, Any] = {"error": header["error"]} if "error" in header else {}
+    try:  # a failure past this point ends the child without an answer: the zygote's harness_error
+        if not message:
+            judge = Judge(job.task.atol, job.task.rtol, job.num_trials)
+            judge.load_live_reference(header, tensors)
+            message = {
+                "plan": judge.plan(),
+                "slowest_ref_s": judge.slowest_ref_s,
+                "trial_bytes_limit": judge.trial_bytes_limit(),
+            }
+        message["token"] = token
         write_all(result_fd, RESULT, *encode_payload_parts(message, []))
-        if judge is not None and device is not None:
-            _serve(judge, device, job_fd, result_fd)
+        if judge is not None and prepared.device is not None:
+            _serve(judge, prepared.device, job_fd, result_fd)
     finally:
         os._exit(0)
 
@@ -134,13 +121,13 @@ def _read_trial(fd: int) -> tuple[dict[str, Any], bytes] | None:
     if head_size is None:
         return None
     (length,) = HEADER.unpack(head_size)
-    if length > MAX_HEADER_BYTES:
+    if length > MAX_TRIAL_HEADER:
         return None
     head = read_exact(fd, length)
     body_size = read_exact(fd, HEADER.size)
     if head is None or body_size is None:
         return None
-    body = read_exact(fd, HEADER.unpack(body_size)[0]) if HEADER.unpack(body_size)[0] else b""
+    body = read_exact(fd, HEADER.unpack(body_size)[0])  # b"" for an empty body
     if body is None:
         return None
     try:

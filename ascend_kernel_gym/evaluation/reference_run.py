@@ -48,22 +48,28 @@ SENSITIVITY_RUNS = 2
 SENSITIVITY_FACTOR = 2.0
 
 
-def reference_main(job: Job, result_fd: int, token: str, prepared: Prepared) -> NoReturn:
-    """Compute the plan and the reference results of ``job``, write them to ``result_fd``, exit."""
-    tensors: list[torch.Tensor] = []
+def plan_or_failure(job: Job, prepared: Prepared, tensors: list[torch.Tensor]) -> dict[str, Any]:
+    """In a reference child: :func:`build_plan`'s header (its tensors appended to ``tensors``), or
+    ``{"error": {"type", "message"}}`` saying why there is none (``tensors`` then emptied)."""
     try:
         if prepared.error is not None:
             raise prepared.error
         assert prepared.device is not None
         limit_memory(job)
-        header = build_plan(job, prepared.device, tensors)
+        return build_plan(job, prepared.device, tensors)
     except StageError as failure:
-        tensors = []
-        header = {"error": {"type": failure.error_type.value, "message": failure.message}}
+        tensors.clear()
+        return {"error": {"type": failure.error_type.value, "message": failure.message}}
     except BaseException as exc:  # noqa: BLE001 - a harness bug must still produce an answer
-        tensors = []
+        tensors.clear()
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        header = {"error": {"type": ErrorType.HARNESS_ERROR.value, "message": f"reference child: {text}"}}
+        return {"error": {"type": ErrorType.HARNESS_ERROR.value, "message": f"reference child: {text}"}}
+
+
+def reference_main(job: Job, result_fd: int, token: str, prepared: Prepared) -> NoReturn:
+    """Compute the plan and the reference results of ``job``, write them to ``result_fd``, exit."""
+    tensors: list[torch.Tensor] = []
+    header = plan_or_failure(job, prepared, tensors)
     header["token"] = token
     try:
         parts = [RESULT, *encode_payload_parts(header, tensors)]
