@@ -219,10 +219,10 @@ def time_side_by_side(
     count = side_stream_launches or (lambda: 0)
     seen = count()
     started = time.perf_counter()
-    host_max_ms = _warm_up(run_candidate, run_reference, dev, warmup, warmup_s)
+    host_p90_ms = _warm_up(run_candidate, run_reference, dev, warmup, warmup_s)
     warmed = time.perf_counter()
     mode = STREAM_MODE if count() == seen else SYNC_MODE
-    target_ms = min(MAX_CUSHION_MS, max(cushion_target_ms, HOST_FACTOR * host_max_ms))
+    target_ms = min(MAX_CUSHION_MS, max(cushion_target_ms, HOST_FACTOR * host_p90_ms))
     fills, cushion_ms = cushion(dev, flush, target_ms) if device_type != "cpu" else (1, CPU_CUSHION_MS)
     audit_at = set(rng.sample(range(reps), min(audit_rounds, reps)))
     check_at = set(rng.sample(range(reps), min(check_rounds, reps)))
