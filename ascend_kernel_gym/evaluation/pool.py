@@ -28,7 +28,7 @@ from typing import Any
 
 from ascend_kernel_gym.evaluation.concurrency import OWN_MEMORY_CAP_MESSAGE
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
-from ascend_kernel_gym.evaluation.wire import HEADER, JUDGE_MODES, LEASE_EXTRA_MAX_S, read_exact_by, write_message
+from ascend_kernel_gym.evaluation.wire import HEADER, JUDGE_MODES, LEASE_EXTRA_MAX_S, read_exact, write_message
 from ascend_kernel_gym.evaluation.zygote import BOOTSTRAP
 
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "TMPDIR", "PYTHONHASHSEED", "SYSTEMROOT")
@@ -247,11 +247,11 @@ class ZygoteHandle:
     def _read(self, deadline: float) -> Any:
         assert self.proc is not None and self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
-        header = read_exact_by(fd, HEADER.size, deadline)
+        header = read_exact(fd, HEADER.size, deadline)
         if header is None:
             return None
         (size,) = HEADER.unpack(header)
-        payload = read_exact_by(fd, size, deadline)
+        payload = read_exact(fd, size, deadline)
         if payload is None:
             return None
         try:

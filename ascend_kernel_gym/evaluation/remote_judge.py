@@ -21,7 +21,7 @@ from typing import Any
 from ascend_kernel_gym.evaluation.child_stream import ChildStream, harness_failure
 from ascend_kernel_gym.evaluation.errors import StageError, Verdict, stage_error_from
 from ascend_kernel_gym.evaluation.result import ErrorType
-from ascend_kernel_gym.evaluation.wire import HEADER, read_exact_by, write_all
+from ascend_kernel_gym.evaluation.wire import HEADER, read_exact, write_all
 
 #: the most bytes one verdict message may have
 MAX_VERDICT_BYTES = 1 << 20
@@ -118,13 +118,13 @@ class RemoteJudge:
                 return harness_failure("the judge did not answer within the time limit", timeout=True)
             return harness_failure("the judge (the reference child) ended without a verdict")
 
-        head = read_exact_by(fd, HEADER.size, self.deadline, time.perf_counter)
+        head = read_exact(fd, HEADER.size, self.deadline, time.perf_counter)
         if head is None:
             return gone()
         (size,) = HEADER.unpack(head)
         if size > MAX_VERDICT_BYTES:
             return harness_failure("the judge's verdict is too large")
-        raw = read_exact_by(fd, size, self.deadline, time.perf_counter)
+        raw = read_exact(fd, size, self.deadline, time.perf_counter)
         if raw is None:
             return gone()
         try:

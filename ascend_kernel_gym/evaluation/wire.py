@@ -103,31 +103,21 @@ def read_message(fd: int) -> Any:
     return pickle.loads(payload)  # noqa: S301 - both ends are the harness
 
 
-def read_exact_by(fd: int, size: int, deadline: float, clock: Callable[[], float] = time.monotonic) -> bytes | None:
-    """Exactly ``size`` bytes from ``fd``, or None if it ends first or ``clock()`` passes
-    ``deadline`` (the caller tells the two apart by its clock)."""
+def read_exact(
+    fd: int, size: int, deadline: float | None = None, clock: Callable[[], float] = time.monotonic
+) -> bytes | None:
+    """Exactly ``size`` bytes from ``fd``, or None if it ends first, or (with a ``deadline``)
+    once ``clock()`` passes it (the caller tells the two apart by its clock)."""
     chunks = []
     remaining = size
     while remaining:
-        left = deadline - clock()
-        if left <= 0:
-            return None
-        ready, _, _ = select.select([fd], [], [], min(left, 1.0))
-        if not ready:
-            continue
-        chunk = os.read(fd, min(remaining, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
-
-
-def read_exact(fd: int, size: int) -> bytes | None:
-    """Exactly ``size`` bytes from ``fd``, or None if it ends first."""
-    chunks = []
-    remaining = size
-    while remaining:
+        if deadline is not None:
+            left = deadline - clock()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if not ready:
+                continue
         chunk = os.read(fd, min(remaining, 1 << 20))
         if not chunk:
             return None
