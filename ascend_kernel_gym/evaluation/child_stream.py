@@ -20,6 +20,7 @@ from ascend_kernel_gym.evaluation.wire import (
     READY,
     RESULT,
     STARTED,
+    TIMED,
     TRIAL,
     TRIAL_DONE,
     WireError,
@@ -70,6 +71,8 @@ class Child:
     sandbox: str
     #: READY seen (or its pipe closed): it no longer starts a device context
     ready: bool = False
+    #: forked for a reference's job (no Triton warm-up: ready sooner)
+    reference: bool = False
 
 
 def harness_failure(message: str, timeout: bool = False, oom: bool = False) -> Any:
@@ -97,6 +100,8 @@ class ChildStream:
         self.go_at: float | None = None
         #: when the child asked for a quiet device (it times right after): the start of the timing window
         self.quiet_at: float | None = None
+        #: when the child said its timed calls were over (after ``quiet_at``): the window's end
+        self.timed_at: float | None = None
         self.plan_asked = False
         self.pending = bytearray()  # bytes not parsed yet (before the result)
         self.in_trial = False
@@ -169,6 +174,8 @@ class ChildStream:
             elif byte == QUIET:
                 self.quiet_asked = True
                 self.quiet_at = time.perf_counter()
+            elif byte == TIMED and self.quiet_at is not None and self.timed_at is None:
+                self.timed_at = time.perf_counter()
             elif byte == PLAN and self.taken:
                 self.plan_asked = True
             elif byte == TRIAL and self.taken:

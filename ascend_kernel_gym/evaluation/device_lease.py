@@ -156,7 +156,8 @@ def _signal_group(pid: int, sig: int) -> None:
 
 class LeaseKeeper:
     """The zygote's side of the lease during one job: shared while its children work, paused
-    (children stopped) while another zygote times, exclusive while its own child times.
+    (children stopped) while another zygote times, exclusive while its own child times (from the
+    go-ahead until the child says its timed calls are over, :meth:`end_timing`).
 
     Args:
         lease: this device's lease.
@@ -195,16 +196,26 @@ class LeaseKeeper:
         """One supervision turn of a job whose child is not timing: pause for another zygote's
         timing, or resume after it."""
         if self._paused_at is None:
-            if self.paused_s > PAUSE_MAX_S:
-                return  # starved for too long: its own limit must hold (the pool waits so long only)
             if self.lease.state == "shared" and self.lease.timing_elsewhere():
-                self._paused = pids()
-                for pid in self._paused:
-                    _signal_group(pid, signal.SIGSTOP)
-                self.lease.release()
-                self._paused_at = self.clock()
+                self._pause(pids)
         elif self.lease.try_shared():
             self.resume()
+
+    def end_timing(self, pids: Callable[[], list[int]]) -> None:
+        """The job's timed calls are over: give up holding the device alone and hold it shared
+        again, as before the timing (pausing the job's children if another zygote got in first)."""
+        self.lease.release()
+        if not self.lease.try_shared():
+            self._pause(pids)
+
+    def _pause(self, pids: Callable[[], list[int]]) -> None:
+        if self.paused_s > PAUSE_MAX_S:
+            return  # starved for too long: its own limit must hold (the pool waits so long only)
+        self._paused = pids()
+        for pid in self._paused:
+            _signal_group(pid, signal.SIGSTOP)
+        self.lease.release()
+        self._paused_at = self.clock()
 
     def resume(self) -> None:
         if self._paused_at is None:

@@ -68,3 +68,6 @@ class LocalJudgeLink:
     def wait_quiet(self) -> None:
         """No siblings to wait for (the result then carries no quiet-device fields)."""
         return None
+
+    def timing_over(self) -> None:
+        """No lease to give back."""

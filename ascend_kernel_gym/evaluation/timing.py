@@ -30,16 +30,18 @@ itself is :func:`time_side_by_side`):
   synchronize(); end.record()``, so work on side streams counts and cannot overlap the flush;
   the median of an empty call's time in that protocol is subtracted from both models;
 - in some random rounds the harness checks the library snapshot right after the candidate's
-  call, and once both models ran it compares the candidate's output of that timed call with
-  the reference's output on the same inputs (computed again, untimed, through the harness's
-  reference path), so a patch that would slow the reference down, or a call that skipped its
-  work, is caught;
+  call and keeps a copy of that timed call's output; once the timed calls are over (the child
+  then tells the zygote, which gives the device's lease back: nothing below needs a quiet
+  device) each copy is compared with the reference's output on the same inputs (computed again,
+  untimed, through the harness's reference path), so a patch that would slow the reference
+  down, or a call that skipped its work, is caught. Where the copies would take more than
+  ``DEFER_MEMORY_SHARE`` of the free memory, each is compared in its round instead;
 - before every ``RELOCATE_EVERY``-th round, when the caller passes ``relocate`` (the child does on
   CUDA when a kernel spills registers: ``placement.LocalMemory``), memory the harness does not
   place is moved, untimed, and each model is called once untimed, so an evaluation samples 25
   places of the context's local memory instead of the one its process happened to get;
 - a few rounds chosen at random are *audit* rounds: the candidate runs again, untimed, with the
-  operator / launch recorder on, and its output is checked the same way, so switching
+  operator / launch recorder on, and its output is kept and checked the same way, so switching
   behaviour once timing starts is caught;
 - per model, the mean of the timed calls after dropping the fastest and the slowest
   ``TRIM`` share; ``speedup = ref_ms / kernel_ms``. Each call ran on another placement, and some
@@ -411,18 +413,18 @@ def _rounds(
         rng.shuffle(order)
         cand_key = k
         for which, prepare in order:
-            key = k
             for attempt in range(1 + HOST_RETRIES):
+                # Timed again on a fresh input set: a model that stalls its host on purpose must
+                # not get a second call on inputs it has just seen (and could have cached).
+                key = k + num_sets * attempt
                 elapsed, host_ms = timed_call_host(prepare(key), dev, flush, fills, mode, rep)
                 if which == "cand" and watch is not None and watch[0]() != watch[1]:
                     raise _SideStreamLaunchError
                 exposed = mode == STREAM_MODE and cushion_ms > 0 and host_ms > HOST_SHARE * cushion_ms
                 if not exposed:
                     break
-                host.retries[which] += 1
-                # Timed again on a fresh input set: a model that stalls its host on purpose must
-                # not get a second call on inputs it has just seen (and could have cached).
-                key = k + num_sets * (attempt + 1)
+                if attempt < HOST_RETRIES:
+                    host.retries[which] += 1
             else:
                 host.kept_exposed[which] += 1
             host.samples[which].append(host_ms)
@@ -479,9 +481,9 @@ def run_timing(
     job, result = state.job, state.result
     atol, rtol = job.task.atol, job.task.rtol
     started = time.perf_counter()
-    # Wall seconds inside the rounds, outside the timed calls: drawing inputs, and the checks
-    # (of which: reference re-runs, recorded audit calls, output comparisons).
-    spent = dict.fromkeys(("inputs", "checks", "reference_reruns", "audit_calls", "compare"), 0.0)
+    # Wall seconds outside the timed calls: drawing inputs, and the checks (of which: reference
+    # re-runs, recorded audit calls, output comparisons, copies kept for after the timed calls).
+    spent = dict.fromkeys(("inputs", "checks", "reference_reruns", "audit_calls", "compare", "keep"), 0.0)
 
     @contextlib.contextmanager
     def spending(part: str) -> Iterator[None]:
@@ -533,10 +535,21 @@ def run_timing(
                 "started); compute the output from the inputs on every call",
             )
 
+    # The checked and audited rounds' outputs are compared with the reference's once the timed
+    # calls are over (and the device's lease is given back), when their copies fit in memory.
+    deferred: list[tuple[Any, int]] | None = [] if defer_checks(first_out, device) else None
+
+    def check_later(out: Any, k: int) -> None:
+        if deferred is None:
+            check_output(out, k)
+        else:
+            with spending("keep"):
+                deferred.append((detach_copy(out), k))
+
     def audit(k: int) -> None:
         with spending("audit_calls"):
             call = call_candidate(state, candidate, arenas["candidate"].load(k), False)
-        check_output(call.output, k)
+        check_later(call.output, k)
 
     def after_candidate(k: int) -> None:
         if state.snapshot is not None:
@@ -547,7 +560,7 @@ def run_timing(
             out = plain_output(arenas["candidate"].last_output)  # no code of the candidate runs
         except OutputCheckError as problem:
             raise StageError(ErrorType.WRONG_OUTPUT_TYPE, f"during timing: {problem}") from None
-        check_output(out, k)
+        check_later(out, k)
 
     # Only kernels that spill use the context's local memory enough for its place to matter;
     # moving it costs a reallocation of up to a few hundred MB each time.
@@ -580,6 +593,13 @@ def run_timing(
     finally:
         if local_memory is not None:
             local_memory.restore()
+    timed = time.perf_counter()
+    if state.link is not None:
+        state.link.timing_over()  # the device's lease goes back; the checks below need no quiet device
+    with spending("checks"):
+        for out, k in deferred or ():
+            check_output(out, k)
+    deferred = None
     result.ref_ms = round(timing.ref_ms, 6)
     result.kernel_ms = round(timing.kernel_ms, 6)
     result.speedup = round(timing.speedup, 4)
@@ -591,11 +611,28 @@ def run_timing(
     result.timing["phase_s"] = {
         "setup": round(set_up - started, 4),
         **result.timing.get("phase_s", {}),
+        "after_timing": round(time.perf_counter() - timed, 4),
         **{name: round(seconds, 4) for name, seconds in spent.items()},
     }
     if quiet is not None:
         result.timing["quiet_wait_s"], result.timing["quiet_granted"] = quiet
     result.warnings.extend(plausibility_warnings(timing, first, first_out, _bandwidth_gbps(job)))
+
+
+#: share of the device's free memory the copies of the checked rounds' outputs may take while they
+#: wait for the end of the timed calls; past it each is compared right away (inside the lease)
+DEFER_MEMORY_SHARE = 0.1
+#: where the free memory cannot be read (the CPU), the copies may take this many bytes
+DEFER_DEFAULT_BYTES = 1 << 30
+#: the most outputs kept for later: every checked round and every audit round
+DEFERRED_MAX = 20
+
+
+def defer_checks(output: Any, device: torch.device) -> bool:
+    """Whether the copies of :data:`DEFERRED_MAX` outputs like ``output`` fit in memory for later."""
+    need = DEFERRED_MAX * min_bytes([], output)
+    free = placement.free_memory(device)
+    return need <= (DEFER_DEFAULT_BYTES if free is None else DEFER_MEMORY_SHARE * free)
 
 
 def _watch_side_streams(state: ChildState, device: torch.device) -> Callable[[], int] | None:

@@ -43,9 +43,11 @@ def final_reply(run: ChildStream, job: Any, judge: Any, keeper: LeaseKeeper | No
     if judge is not None:  # otherwise the child judged itself (device backends)
         merge_final(result, judge)
     if result.kernel_ms is not None:
-        # The timed calls ran after the quiet-device request and after the judge's last verdict.
+        # The timed calls ran after the quiet-device request and after the judge's last verdict,
+        # and before the child said they were over (or, if it did not, before its result).
         starts = [t for t in (run.quiet_at, run.judged_at) if t is not None]
-        window = run.done_at - max(starts) if starts and run.done_at is not None else None
+        end = run.timed_at if run.timed_at is not None else run.done_at
+        window = end - max(starts) if starts and end is not None else None
         result.timing["cross_check"] = timing_check(result, window, judge.out_bytes if judge is not None else 0)
         if keeper is not None:
             result.timing["device_lease"] = {
@@ -53,8 +55,9 @@ def final_reply(run: ChildStream, job: Any, judge: Any, keeper: LeaseKeeper | No
                 "waited_s": round(keeper.waited_s, 4),
                 "paused_s": round(keeper.paused_s, 4),
                 # CLOCK_MONOTONIC seconds (one clock for every process of the host): from the
-                # go-ahead to the result; the spans of one device's timings never overlap
-                "span": [run.go_at, run.done_at],
+                # go-ahead to the end of the timed calls (or the result); the spans of one
+                # device's timings never overlap
+                "span": [run.go_at, end],
             }
     # Bounded here as well: a child that got past its own cap cannot send a huge result on.
     return bound_result(result).to_dict()

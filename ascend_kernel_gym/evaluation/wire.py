@@ -11,7 +11,9 @@ Two framings, both an 8-byte little-endian length (:data:`HEADER`) followed by t
 Before its result a child writes single control bytes on its result pipe, in this order:
 :data:`READY` (set up, device initialised), :data:`JOB_TAKEN` (read its job; before any
 candidate code runs), :data:`QUIET` (before timing: asks that no other child of its worker is
-starting or tearing down a device context; answered with :data:`GO` on its job pipe).
+starting or tearing down a device context; answered with :data:`GO` on its job pipe), and
+:data:`TIMED` (the timed calls are over: the zygote gives the device's lease back; the checks
+that follow need no quiet device).
 
 The correctness stage talks to the judge (:mod:`.judge`, in the zygote) over the same pipes: the
 candidate's child writes :data:`PLAN` and reads its trial plan (a framed pickle, harness to
@@ -37,6 +39,7 @@ READY = b"R"
 JOB_TAKEN = b"J"
 QUIET = b"Q"
 GO = b"G"
+TIMED = b"E"
 RESULT = b"M"
 PLAN = b"P"
 TRIAL = b"T"
@@ -202,6 +205,13 @@ class ZygoteLink:
             return os.read(self.job_fd, 1)
         except OSError:
             return b""
+
+    def timing_over(self) -> None:
+        """Say the timed calls are over (the zygote lets go of the device's lease)."""
+        try:
+            self.send(TIMED)
+        except OSError:
+            pass
 
     def wait_quiet(self) -> tuple[float, bool]:
         """Ask for a quiet device (no sibling starting or ending a context).

@@ -61,10 +61,6 @@ from ascend_kernel_gym.evaluation.wire import (
 #: the longest a job waits for earlier children to finish exiting before it is handed out anyway
 SETTLE_MAX_S = 30.0
 RSS_POLL_S = 0.05
-#: children forked ahead: one evaluation takes two (the candidate's and the reference's)
-SPARES = 2
-
-
 def device_touched() -> bool:
     """Whether torch or Triton initialised a device in this process (it must not, before fork)."""
     import torch
@@ -272,8 +268,13 @@ class Zygote:
             shutil.rmtree(scratch, ignore_errors=True)
 
     # --- children -----------------------------------------------------------------------------
-    def _fork_child(self) -> Child:
-        """Fork a child that sets itself up, initialises the device and waits for its job."""
+    def _fork_child(self, reference: bool = False) -> Child:
+        """Fork a child that sets itself up, initialises the device and waits for its job.
+
+        ``reference``: a child for the reference (and the judge): it runs no Triton kernel of the
+        candidate, so it skips the warm cache and the launch warm-up, and its device is ready sooner
+        (on a device the next timing waits for every spare's context).
+        """
         sandbox = tempfile.mkdtemp(prefix="akg-sandbox-", dir=self.root)
         job_read, job_write = os.pipe()
         result_read, result_write = os.pipe()
@@ -291,7 +292,7 @@ class Zygote:
                 setup = ChildSetup(
                     sandbox,
                     self.backend,
-                    self.warm_cache,
+                    None if reference else self.warm_cache,
                     self.torch_threads,
                     os_sandbox=self.os_sandbox,
                     keep_fds=(job_read, result_write),  # the job pipe first: relayed in a PID namespace
@@ -306,11 +307,15 @@ class Zygote:
         except OSError:
             pass
         self.harness_fds |= {job_write, result_read}
-        return Child(pid, job_write, result_read, sandbox)
+        return Child(pid, job_write, result_read, sandbox, reference=reference)
 
-    def _take_spare(self) -> Child | None:
-        while self.spares:
-            spare = self.spares.pop(0)
+    def _take_spare(self, reference: bool = False) -> Child | None:
+        """A spare forked for the role (``reference`` or the candidate's) that is still alive."""
+        while True:
+            spare = next((child for child in self.spares if child.reference == reference), None)
+            if spare is None:
+                return None
+            self.spares.remove(spare)
             try:
                 done, _ = os.waitpid(spare.pid, os.WNOHANG)
             except ChildProcessError:
@@ -318,7 +323,6 @@ class Zygote:
             if not done:
                 return spare
             self._discard(spare, reaped=True)  # it died while waiting (it never had a job)
-        return None
 
     def _send(self, child: Child, message: dict[str, Any], deadline: float) -> bool:
         """Hand ``child`` its job; False if it died first or would not take it before ``deadline``."""
@@ -374,8 +378,11 @@ class Zygote:
 
     def start_spare(self) -> None:
         """Fork the children the next job needs (its candidate's and its reference's), if missing."""
-        while self.prefork and len(self.spares) < (SPARES if self.judge_here else 1):
-            self.spares.append(self._fork_child())
+        if not self.prefork:
+            return
+        for reference in (True, False) if self.judge_here else (False,):
+            if not any(child.reference == reference for child in self.spares):
+                self.spares.append(self._fork_child(reference))
 
     def shutdown(self) -> None:
         for spare in self.spares:
@@ -469,7 +476,7 @@ class Zygote:
         token = secrets.token_hex(16)
         role = "judge" if self.judge_mode == "reference" else "reference"
         for attempt in range(1 if retried else 2):
-            child = (None if retried or attempt else self._take_spare()) or self._fork_child()
+            child = (None if retried or attempt else self._take_spare(True)) or self._fork_child(True)
             message = self._hand_job(child, job, token, deadline, role=role)
             if message is not None:
                 run = ChildStream(child, token, payload_result=True)
@@ -533,10 +540,14 @@ class Zygote:
         base_deadline = deadline
         paused_seen = 0.0
         stall_limit = self.stall_floor
+        timing_over = False
         while True:
             now = time.perf_counter()
             if keeper is not None:
-                if run.go_at is None and quiet_since is None and run.status is None:  # not timing
+                if not timing_over and run.go_at is not None and run.timed_at is not None:
+                    timing_over = True  # what is left (checks, the result) needs no quiet device
+                    keeper.end_timing(lambda: self._pausable(child, reference))
+                if (run.go_at is None or timing_over) and quiet_since is None and run.status is None:  # not timing
                     keeper.turn(lambda: self._pausable(child, reference))
                 deadline = base_deadline + keeper.paused_s
                 if run.progress_at is not None:  # stopped time is no lack of progress either

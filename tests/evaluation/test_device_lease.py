@@ -109,6 +109,43 @@ def test_keeper_stops_its_children_during_a_timing_elsewhere_and_counts_the_paus
         os.waitpid(pid, 0)
 
 
+def test_after_its_timed_calls_a_job_holds_the_device_shared_again(lease_dir):
+    keeper = LeaseKeeper(DeviceLease("dev", lease_dir), time.perf_counter)
+    assert keeper.enter(time.perf_counter() + 5, stopped=[])
+    assert keeper.want_exclusive()
+    neighbour = DeviceLease("dev", lease_dir)
+    assert not neighbour.try_shared()  # nobody works on the device while it times
+    keeper.end_timing(lambda: [])
+    assert keeper.lease.state == "shared" and not keeper.paused
+    assert neighbour.try_shared()  # the neighbours' children run again
+    timer = DeviceLease("dev", lease_dir)
+    assert not timer.want_exclusive()  # the next timing waits for both shared holders
+    neighbour.release()
+    keeper.leave([])
+    assert timer.want_exclusive()
+
+
+def test_after_its_timed_calls_a_job_pauses_if_another_timing_got_in_first(lease_dir):
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child just sleeps
+        os.setpgid(0, 0)
+        time.sleep(30)
+        os._exit(0)
+    try:
+        keeper = LeaseKeeper(DeviceLease("dev", lease_dir), time.perf_counter)
+        assert keeper.enter(time.perf_counter() + 5, stopped=[])
+        assert keeper.want_exclusive()
+        keeper.lease.try_shared = lambda: False  # another zygote took the turnstile in between
+        keeper.end_timing(lambda: [pid])
+        assert keeper.paused and keeper.lease.state == "free"
+        assert _wait_state(pid, "T") == "T"
+        keeper.resume()
+        assert _wait_state(pid, "S") != "T"
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
 def test_keeper_enter_waits_for_a_running_timing_then_resumes_stopped_spares(lease_dir):
     timer = DeviceLease("dev", lease_dir)
     assert timer.want_exclusive()

@@ -55,12 +55,14 @@ def test_timing_protocol_runs(evaluator, relu_task, relu_solution) -> None:
     assert len(samples) == len(result.timing["ref_ms_samples"]) == 12
     assert min(samples) <= result.kernel_ms <= max(samples)
     phases = result.timing["phase_s"]
-    parts = {"reference_reruns", "audit_calls", "compare"}
-    assert set(phases) == {"setup", "warmup", "rounds", "inputs", "checks", *parts}
+    parts = {"reference_reruns", "audit_calls", "compare", "keep"}
+    assert set(phases) == {"setup", "warmup", "rounds", "inputs", "checks", "after_timing", *parts}
     assert all(seconds >= 0 for seconds in phases.values())
-    # Drawing the inputs and checking outputs happen between the timed calls, so within the rounds;
-    # the checks' parts are within the checks.
-    assert 0 < phases["inputs"] + phases["checks"] <= phases["rounds"]
+    # Inputs are drawn between the timed calls; the kept outputs are compared with the reference's
+    # after them (the reference's re-runs and the comparisons happen there). The checks' parts
+    # are within the checks.
+    assert 0 < phases["inputs"] + phases["keep"] + phases["audit_calls"] <= phases["rounds"]
+    assert 0 < phases["reference_reruns"] + phases["compare"] <= phases["after_timing"]
     assert 0 < sum(phases[part] for part in parts) <= phases["checks"]
     # Timing started only once the zygote confirmed that no sibling child was starting or ending.
     assert result.timing["quiet_granted"] is True and result.timing["quiet_wait_s"] >= 0
@@ -117,6 +119,42 @@ def test_timed_calls_that_skip_their_work_are_caught(evaluator, relu_task, relu_
     result = _timed(evaluator, relu_task, code, reps=30)
     assert result.error_type == ErrorType.VALUE_MISMATCH, result.error_message
     assert "changed during timing" in result.error_message
+
+
+def test_with_the_device_lease_the_skipped_work_is_caught_after_the_lease_went_back(
+    monkeypatch, tmp_path, relu_task, relu_solution
+) -> None:
+    """The timed outputs are compared once the child said its timed calls were over (the zygote
+    then gives the device's lease back): a cheat is still caught, an honest kernel still passes,
+    and the lease's span ends before the result."""
+    from ascend_kernel_gym.evaluation import Evaluator
+
+    monkeypatch.setenv("AKG_DEVICE_LEASE", "1")
+    monkeypatch.setenv("AKG_LEASE_DIR", str(tmp_path / "leases"))
+    lazy = relu_solution.replace("        x = x.contiguous()\n", LAZY + "        x = x.contiguous()\n")
+    lazy = lazy.replace("        return out\n", "        self.last = out\n        return out\n")
+    with Evaluator(backend="interpreter", workers=1, cache=False, timeout_s=120) as ev:
+        caught = _timed(ev, relu_task, lazy, reps=30)
+        honest = _timed(ev, relu_task, relu_solution)
+    assert caught.error_type == ErrorType.VALUE_MISMATCH, caught.error_message
+    assert "changed during timing" in caught.error_message
+    assert honest.ok, honest.error_message
+    lease = honest.timing["device_lease"]
+    assert lease["held"] is True and lease["span"][0] < lease["span"][1]
+    assert honest.timing["phase_s"]["after_timing"] > 0
+
+
+def test_outputs_are_kept_for_later_only_when_their_copies_fit(monkeypatch) -> None:
+    small = torch.zeros(1024)
+    cpu = torch.device("cpu")
+    assert timing.defer_checks(small, cpu)
+    assert timing.defer_checks((small, [small]), cpu)
+    monkeypatch.setattr(timing, "DEFER_DEFAULT_BYTES", timing.DEFERRED_MAX * small.nbytes - 1)
+    assert not timing.defer_checks(small, cpu)
+    monkeypatch.setattr(timing.placement, "free_memory", lambda device: 10 * timing.DEFERRED_MAX * small.nbytes)
+    assert timing.defer_checks(small, cpu)  # a tenth of the free memory holds them
+    monkeypatch.setattr(timing.placement, "free_memory", lambda device: 5 * timing.DEFERRED_MAX * small.nbytes)
+    assert not timing.defer_checks(small, cpu)
 
 
 def test_after_candidate_sees_the_input_set_of_its_round() -> None:
@@ -406,8 +444,11 @@ def test_a_call_timed_again_gets_inputs_it_has_not_seen(monkeypatch) -> None:
     monkeypatch.setattr(timing, "CPU_CUSHION_MS", 40.0)
     clock = FakeClock()
     seen: set[int] = set()
+    called: list[int] = []
 
     def candidate(k: int):
+        called.append(k)
+
         def call() -> None:
             if k in seen:
                 clock.advance(1.0)
@@ -426,4 +467,8 @@ def test_a_call_timed_again_gets_inputs_it_has_not_seen(monkeypatch) -> None:
     )  # fmt: skip
     assert result.details["kernel_ms_samples"] == pytest.approx([10.0] * 4)  # never the 1 ms cache hit
     assert result.details["host"]["kernel_exposed_kept"] == 4
-    assert len(checked) == 4 and all(k >= 4 for k in checked)  # each check on the set last timed
+    # Each check is on the set the candidate's kept call was timed on: its last of the round
+    # (warm-up first, then 1 + HOST_RETRIES calls per round).
+    per_round = 1 + timing.HOST_RETRIES
+    last_of_round = [called[1 + per_round * (r + 1) - 1] for r in range(4)]
+    assert checked == last_of_round and len(set(checked)) == 4 and all(k >= 4 for k in checked)

@@ -15,7 +15,7 @@ from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, Evaluator
 from ascend_kernel_gym.evaluation import zygote as zygote_module
 from ascend_kernel_gym.evaluation.child_stream import Child, ChildStream
 from ascend_kernel_gym.evaluation.verdict import final_reply
-from ascend_kernel_gym.evaluation.wire import HEADER, JOB_TAKEN, QUIET, READY, RESULT, encode_result
+from ascend_kernel_gym.evaluation.wire import HEADER, JOB_TAKEN, QUIET, READY, RESULT, TIMED, encode_result
 from ascend_kernel_gym.evaluation.zygote import Zygote
 
 
@@ -202,6 +202,38 @@ def test_spare_child_is_set_up_ahead_isolated_and_replaced(relu_task, relu_solut
         ev.close()
     assert not any(_running(pid) for pid in spares)
     assert not glob.glob(os.path.join(str(tmp_path), "akg-pool-*"))
+
+
+def test_spares_are_forked_for_their_role_and_taken_by_it(tmp_path, monkeypatch) -> None:
+    import subprocess
+
+    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
+    forked: list[bool] = []
+    sleepers: list[subprocess.Popen] = []
+
+    def fork(reference: bool = False) -> Child:
+        forked.append(reference)
+        sleepers.append(subprocess.Popen(["sleep", "60"]))  # a live child, as a spare waiting for its job
+        return Child(pid=sleepers[-1].pid, job_fd=-1, result_fd=-1, sandbox="", reference=reference)
+
+    monkeypatch.setattr(zygote, "_fork_child", fork)
+    zygote.prefork = True
+    try:
+        zygote.start_spare()
+        assert zygote.judge_here and sorted(forked) == [False, True]  # the reference's and the candidate's
+        zygote.start_spare()
+        assert len(forked) == 2  # none missing: none forked
+        assert zygote._take_spare(reference=True).reference is True
+        assert zygote._take_spare(reference=True) is None  # the candidate's spare is not taken for a reference
+        assert zygote._take_spare().reference is False
+        zygote.start_spare()
+        assert sorted(forked[2:]) == [False, True]
+    finally:
+        zygote.spares = []
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
+        os.rmdir(zygote.root)
 
 
 def test_without_prefork_no_child_waits(relu_task, relu_solution, tmp_path) -> None:
@@ -405,6 +437,37 @@ def test_timings_a_self_judging_child_claims_are_held_to_the_zygotes_clock(tmp_p
         run.done_at = run.quiet_at + window
         reply = final_reply(run, _job(), None)
         assert reply["hack"] is forged and (reply["speedup"] is None) is forged, reply["timing"]["cross_check"]
+        assert reply["timing"]["cross_check"]["window_s"] == window
+    os.rmdir(zygote.root)
+
+
+def test_the_timing_window_ends_when_the_child_says_its_timed_calls_are_over(tmp_path) -> None:
+    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
+    claims = {
+        "task_id": "core/L1/relu",
+        "backend": "cuda",
+        "profile": "full",
+        "code_hash": "h",
+        "stage": "done",
+        "correct": True,
+        "kernel_ms": 1.0,
+        "ref_ms": 50.0,
+        "speedup": 50.0,
+        "timing": {"kernel_ms_samples": [1.0] * 100, "ref_ms_samples": [50.0] * 100},
+    }
+    # Before asking for a quiet device, or a second time, it is no harness's byte: the stream is broken.
+    for stream in (JOB_TAKEN + TIMED, JOB_TAKEN + QUIET + TIMED + TIMED):
+        broken = ChildStream(_child(), "tok")
+        broken.feed(READY + stream + _framed("tok", claims))
+        assert broken.garbled and broken.reply() is None
+    run = ChildStream(_child(), "tok")
+    run.feed(READY + JOB_TAKEN + QUIET + TIMED + _framed("tok", claims))
+    assert run.timed_at is not None and run.reply() == claims
+    for window, forged in ((10.0, False), (0.5, True)):  # 5.1 s of claimed samples
+        run.timed_at = run.quiet_at + window
+        run.done_at = run.quiet_at + 60.0  # checks after the timed calls do not widen the window
+        reply = final_reply(run, _job(), None)
+        assert reply["hack"] is forged, reply["timing"]["cross_check"]
         assert reply["timing"]["cross_check"]["window_s"] == window
     os.rmdir(zygote.root)
 
