@@ -73,6 +73,8 @@ class Child:
     ready: bool = False
     #: forked for a reference's job (no Triton warm-up: ready sooner)
     reference: bool = False
+    #: evaluations it judged before this one (a judging reference child serves several)
+    jobs: int = 0
 
 
 def harness_failure(message: str, timeout: bool = False, oom: bool = False) -> Any:

@@ -254,6 +254,11 @@ def limit_memory(job: Job) -> None:
         # Address-space cap on the CPU only: CUDA / NPU runtimes reserve huge virtual ranges,
         # there the zygote watches the resident set instead.
         limit = _vm_size_bytes() + job.memory_mb * 1024 * 1024
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            # A process that serves several jobs (the judging reference child) keeps its first
+            # cap: a hard limit cannot be raised again.
+            limit = min(limit, hard)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 

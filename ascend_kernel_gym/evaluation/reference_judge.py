@@ -11,6 +11,15 @@ process's memory (device to device) before :class:`.judge.Judge` compares it wit
 reference's results, and the verdict goes back to the zygote as JSON:
 ``{"action", "failure", "passed", "max_abs", "max_rel", "out_bytes"}``.
 
+The child serves one evaluation after another: when an evaluation is over the zygote writes
+:data:`.wire.END_OF_JOB` where the next trial would come, the child lets go of that evaluation's
+tensors and waits for the next job on the same pipe (the zygote keeps it as the next reference
+spare), so a worker starts one judging context per :data:`.wire.JUDGE_MAX_JOBS` evaluations
+instead of one per evaluation. Before each later job it collects garbage, empties the device's
+memory cache and puts back the torch settings a task's reference may have changed
+(:func:`torch_settings`). It never runs the candidate's code; a child whose job ended any other
+way (its plan unfinished, a failure of the task's reference, a broken pipe) is killed as before.
+
 A tensor the candidate's child could not hand over by handle arrives as bytes and is moved to
 the device here. The imports of one trial may not exceed :meth:`.judge.Judge.trial_bytes_limit`
 (four times the reference's largest trial, outputs and changed inputs, plus 64 MB), so a claimed
@@ -21,8 +30,10 @@ Imports torch: only evaluation children import this module.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import torch
@@ -35,38 +46,88 @@ from ascend_kernel_gym.evaluation.process import Prepared
 from ascend_kernel_gym.evaluation.reference_run import plan_or_failure
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.tensor_wire import WireError, encode_payload_parts
-from ascend_kernel_gym.evaluation.wire import HEADER, RESULT, frame, read_exact, write_all
+from ascend_kernel_gym.evaluation.wire import HEADER, JOB_TAKEN, RESULT, frame, read_exact, read_message, write_all
 
 
 def judge_main(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prepared) -> NoReturn:
-    """Build the plan and the reference's results, send the plan, then judge trials until the zygote closes."""
-    tensors: list[torch.Tensor] = []
-    header = plan_or_failure(job, prepared, tensors)
-    judge: Judge | None = None
-    message: dict[str, Any] = {"error": header["error"]} if "error" in header else {}
+    """Judge ``job``, then each further job the zygote hands over (see the module docstring)."""
+    settings = torch_settings()
     try:  # a failure past this point ends the child without an answer: the zygote's harness_error
-        if not message:
-            judge = Judge(job.task.atol, job.task.rtol, job.num_trials)
-            judge.load_live_reference(header, tensors)
-            message = {
-                "plan": judge.plan(),
-                "slowest_ref_s": judge.slowest_ref_s,
-                "trial_bytes_limit": judge.trial_bytes_limit(),
-            }
-        message["token"] = token
-        write_all(result_fd, RESULT, *encode_payload_parts(message, []))
-        if judge is not None and prepared.device is not None:
-            _serve(judge, prepared.device, job_fd, result_fd)
+        while _judge_one(job, job_fd, result_fd, token, prepared):
+            message = read_message(job_fd)
+            if not isinstance(message, dict) or message.get("role") != "judge":
+                return  # the zygote closed the pipe (it shuts down, or replaces this child)
+            job, token = message["job"], str(message.get("token", ""))
+            os.write(result_fd, JOB_TAKEN)
+            gc.collect()
+            device = prepared.device
+            empty_cache = getattr(getattr(torch, device.type, None), "empty_cache", None) if device else None
+            if empty_cache is not None and device is not None and device.type != "cpu":
+                empty_cache()
+            settings()
     finally:
         os._exit(0)
 
 
-def _serve(judge: Judge, device: torch.device, job_fd: int, result_fd: int) -> None:
+def _judge_one(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prepared) -> bool:
+    """Build the plan and the reference's results, send the plan, judge trials until the zygote
+    ends the evaluation; True when it did so with :data:`.wire.END_OF_JOB` (another job may follow)."""
+    tensors: list[torch.Tensor] = []
+    header = plan_or_failure(job, prepared, tensors)
+    message: dict[str, Any] = {"error": header["error"]} if "error" in header else {}
+    judge: Judge | None = None
+    if not message:
+        judge = Judge(job.task.atol, job.task.rtol, job.num_trials)
+        judge.load_live_reference(header, tensors)
+        message = {
+            "plan": judge.plan(),
+            "slowest_ref_s": judge.slowest_ref_s,
+            "trial_bytes_limit": judge.trial_bytes_limit(),
+        }
+    del header, tensors
+    message["token"] = token
+    write_all(result_fd, RESULT, *encode_payload_parts(message, []))
+    if judge is None or prepared.device is None:
+        return False
+    return _serve(judge, prepared.device, job_fd, result_fd)
+
+
+def torch_settings() -> Callable[[], None]:
+    """A function that puts back torch's process-wide settings as they are now (a task's
+    reference may change them: the default dtype, TF32, determinism, threads)."""
+    dtype = torch.get_default_dtype()
+    grad = torch.is_grad_enabled()
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    precision = torch.get_float32_matmul_precision()
+    matmul_tf32 = torch.backends.cuda.matmul.allow_tf32
+    reduced = torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
+    cudnn = torch.backends.cudnn
+    cudnn_flags = (cudnn.enabled, cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32)
+    threads = torch.get_num_threads()
+
+    def restore() -> None:
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
+        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+        torch.set_float32_matmul_precision(precision)
+        torch.backends.cuda.matmul.allow_tf32 = matmul_tf32
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = reduced
+        cudnn.enabled, cudnn.benchmark, cudnn.deterministic, cudnn.allow_tf32 = cudnn_flags
+        torch.set_num_threads(threads)
+
+    return restore
+
+
+def _serve(judge: Judge, device: torch.device, job_fd: int, result_fd: int) -> bool:
+    """Judge forwarded trials; True at :data:`.wire.END_OF_JOB`, False at end of file."""
     budget = judge.trial_bytes_limit()
     while True:
         trial = _read_trial(job_fd)
         if trial is None:
-            return  # the zygote is done with this evaluation
+            return False  # the zygote closed the pipe
+        if trial == END:
+            return True  # this evaluation is over; the next job may follow
         header, body = trial
         try:
             verdict = judge.judge(header, body, importer=_Importer(device, budget), place=device)
@@ -115,12 +176,19 @@ class _Importer:
             raise StageError(ErrorType.HARNESS_ERROR, f"the judge could not read the output: {exc}") from None
 
 
-def _read_trial(fd: int) -> tuple[dict[str, Any], bytes] | None:
-    """One forwarded trial: a framed JSON header, then its framed body (None at end of file)."""
+#: what :func:`_read_trial` returns for :data:`.wire.END_OF_JOB`
+END = "end"
+
+
+def _read_trial(fd: int) -> tuple[dict[str, Any], bytes] | str | None:
+    """One forwarded trial: a framed JSON header, then its framed body (None at end of file,
+    :data:`END` for the end of the evaluation: an empty header)."""
     head_size = read_exact(fd, HEADER.size)
     if head_size is None:
         return None
     (length,) = HEADER.unpack(head_size)
+    if length == 0:
+        return END
     if length > MAX_TRIAL_HEADER:
         return None
     head = read_exact(fd, length)

@@ -42,6 +42,9 @@ class RemoteJudge:
         self.out_bytes = 0
         self._plan: dict[str, Any] | None = None
         self._trial_limit: int | None = None
+        #: every trial sent got its whole verdict back: the judge waits for the next trial, so it
+        #: can end this evaluation and take another (False once an answer was missing or garbled)
+        self._in_step = True
 
     def attach(self, stream: ChildStream | None) -> None:
         """The reference child's stream (its pipes are read at each use: a restart replaces them)."""
@@ -58,6 +61,11 @@ class RemoteJudge:
     @property
     def done(self) -> bool:
         return self._plan is not None and self.passed >= self.num_trials
+
+    @property
+    def reusable(self) -> bool:
+        """The judge sent its plan and answered every trial in full: it can serve another job."""
+        return self._plan is not None and self._in_step
 
     def plan(self) -> dict[str, Any]:
         return dict(self._plan or {})
@@ -92,6 +100,7 @@ class RemoteJudge:
         if stream is None or self._plan is None:
             return Verdict("fail", harness_failure("the judge is not running"))
         head = json.dumps(header).encode()
+        self._in_step = False
         try:
             write_all(stream.child.job_fd, HEADER.pack(len(head)), head, HEADER.pack(len(body)), body)
         except OSError:
@@ -110,6 +119,7 @@ class RemoteJudge:
             return Verdict("fail", harness_failure("the judge's verdict is unreadable"))
         if action not in ("continue", "probe", "fail") or (action == "fail") != (failure is not None):
             return Verdict("fail", harness_failure("the judge's verdict is unreadable"))
+        self._in_step = True
         return Verdict(action, failure)
 
     def _read_verdict(self, fd: int) -> dict[str, Any] | StageError:

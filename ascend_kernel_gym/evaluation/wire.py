@@ -40,6 +40,11 @@ JOB_TAKEN = b"J"
 QUIET = b"Q"
 GO = b"G"
 TIMED = b"E"
+#: written to a judging reference child where its next trial would come: the evaluation is over
+#: (an empty trial header); it then waits for its next job (:mod:`.reference_judge`)
+END_OF_JOB = HEADER.pack(0)
+#: the most evaluations one judging reference child serves before the zygote replaces it
+JUDGE_MAX_JOBS = 64
 RESULT = b"M"
 PLAN = b"P"
 TRIAL = b"T"

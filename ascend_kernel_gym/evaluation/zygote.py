@@ -45,7 +45,9 @@ from ascend_kernel_gym.evaluation.verdict import final_reply
 from ascend_kernel_gym.evaluation.wire import (
     CONTINUE,
     DEFAULT_JUDGE,
+    END_OF_JOB,
     GO,
+    JUDGE_MAX_JOBS,
     JUDGE_MODES,
     LEASE_EXTRA_MAX_S,
     PROBE,
@@ -61,6 +63,8 @@ from ascend_kernel_gym.evaluation.wire import (
 #: the longest a job waits for earlier children to finish exiting before it is handed out anyway
 SETTLE_MAX_S = 30.0
 RSS_POLL_S = 0.05
+
+
 def device_touched() -> bool:
     """Whether torch or Triton initialised a device in this process (it must not, before fork)."""
     import torch
@@ -99,6 +103,8 @@ class Zygote:
         self.baseline_rss = 0
         #: the child forked ahead for the next job (``prefork``)
         self.spares: list[Child] = []
+        #: the judging reference child of the job running now (it may serve the next one too)
+        self.judging: Child | None = None
         #: children that reported (or were killed) and are not reaped yet
         self.exiting: list[int] = []
         #: the zygote's own pipe ends, closed in every child
@@ -381,6 +387,8 @@ class Zygote:
         if not self.prefork:
             return
         for reference in (True, False) if self.judge_here else (False,):
+            if reference and self.judging is not None:
+                continue  # the running job's judge comes back as the next job's (or is replaced then)
             if not any(child.reference == reference for child in self.spares):
                 self.spares.append(self._fork_child(reference))
 
@@ -434,7 +442,7 @@ class Zygote:
             self._discard(child, reaped=run.status is not None)
             child = self._fork_child()
         if reference is not None:
-            self._end_reference(reference)
+            self._end_reference(reference, judge)
         if keeper is not None:
             self.stopped_spares = [spare.pid for spare in self.spares if not spare.ready]
             keeper.leave(self.stopped_spares)
@@ -481,6 +489,7 @@ class Zygote:
             if message is not None:
                 run = ChildStream(child, token, payload_result=True)
                 run.message, run.retried = message, retried
+                self.judging = child if role == "judge" else None
                 return run
             self._discard(child)
         return None
@@ -497,13 +506,33 @@ class Zygote:
         reference.__dict__.update(fresh.__dict__)
         return True
 
-    def _end_reference(self, reference: ChildStream) -> None:
-        """Kill the reference child (done, or no longer needed) and release what it held."""
+    def _end_reference(self, reference: ChildStream, judge: Any) -> None:
+        """The job is over for its reference child: a judging one that finished cleanly goes back
+        as the next job's reference spare (:mod:`.reference_judge`); any other is killed and its
+        sandbox removed (and, for a judging one, a fresh spare forked)."""
         child = reference.child
+        self.judging = None
+        if (
+            isinstance(judge, RemoteJudge)
+            and judge.reusable
+            and reference.status is None
+            and reference.taken
+            and child.jobs + 1 < JUDGE_MAX_JOBS
+        ):
+            try:
+                os.write(child.job_fd, END_OF_JOB)
+            except OSError:
+                pass
+            else:
+                child.jobs += 1
+                self.spares.insert(0, child)
+                return
         if reference.status is None:
             self._retire(child.pid)
         self._release_pipes(child)
         shutil.rmtree(child.sandbox, ignore_errors=True)
+        if isinstance(judge, RemoteJudge):
+            self.start_spare()
 
     def _supervise(
         self,

@@ -184,3 +184,62 @@ def test_ipc_entries_that_no_exporter_makes_are_refused_before_the_driver_is_ask
         assert caught.value.malformed
     empty = import_tensor({**good, "stride": [4, 1]}, torch.float32, [0, 4], torch.device("cpu"))  # no bytes
     assert empty.shape == (0, 4)
+
+
+def _live_children(pid: int) -> set[int]:
+    """The zygote's running children once only its two spares are left (the last job's children
+    are killed once its reply is in, and may take a moment to go)."""
+
+    def running(child: int) -> bool:
+        try:
+            with open(f"/proc/{child}/stat") as handle:
+                return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+    deadline = time.monotonic() + 60
+    while True:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            live = {int(p) for p in handle.read().split() if running(int(p))}
+        if len(live) <= 2 or time.monotonic() > deadline:
+            return live
+        time.sleep(0.01)
+
+
+def test_one_judging_child_serves_evaluation_after_evaluation(monkeypatch, tmp_path, relu_task, relu_solution):
+    """The judging reference child goes back as the next job's spare when its job ended cleanly
+    (one judging context per many evaluations), settings a task's reference changed do not carry
+    over, and a judge killed between jobs is replaced without the next evaluation noticing."""
+    monkeypatch.setenv("AKG_JUDGE", "reference")
+    leaky = get_task(DATA / "judge_reuse" / "relu_sets_float64.py")
+    with Evaluator(backend="interpreter", workers=1, cache=False, timeout_s=120, tmp_root=str(tmp_path)) as ev:
+        first = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# 1\n", seed=1))
+        assert first.ok, first.error_message
+        zygote = ev._handles[0].proc.pid
+        after_first = _live_children(zygote)
+        # A task whose reference sets float64 as the default dtype: its judge compares float64
+        # references with the candidate's float32 outputs (a failure), and goes back all the same.
+        ev.evaluate(EvalRequest(task=leaky, code=relu_solution, seed=2))
+        after_leaky = _live_children(zygote)
+        judge = after_first & after_leaky
+        assert len(judge) == 1, (after_first, after_leaky)  # the candidate's spares are fresh each time
+        second = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# 2\n", seed=3))
+        assert second.ok, second.error_message  # float32 again: the setting did not leak
+        assert judge <= _live_children(zygote)
+        os.kill(judge.pop(), 9)  # dies while it waits for its next job
+        third = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# 3\n", seed=4))
+        assert third.ok, third.error_message
+
+
+def test_a_judge_whose_job_ended_before_its_plan_is_replaced(monkeypatch, tmp_path, relu_task, relu_solution):
+    monkeypatch.setenv("AKG_JUDGE", "reference")
+    broken = relu_solution.replace("class ModelNew", "raise RuntimeError('no model')\n\n\nclass ModelNew")
+    with Evaluator(backend="interpreter", workers=1, cache=False, timeout_s=120, tmp_root=str(tmp_path)) as ev:
+        ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# 1\n", seed=1))
+        zygote = ev._handles[0].proc.pid
+        before = _live_children(zygote)
+        failed = ev.evaluate(EvalRequest(task=relu_task, code=broken, seed=2))
+        assert not failed.ok
+        after = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# 2\n", seed=3))
+        assert after.ok, after.error_message
+        assert len(before & _live_children(zygote)) <= 1
