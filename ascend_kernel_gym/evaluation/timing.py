@@ -19,8 +19,9 @@ itself is :func:`time_side_by_side`):
   ``HOST_FACTOR`` times the 90th percentile of the warm-up calls' host time when that is longer
   (at most ``MAX_CUSHION_MS``): the host time of one call differs between processes, and a
   cushion it nearly used up left idle device time in the windows of some evaluations. A timed
-  call whose host part still outran the cushion (a hiccup of the machine) is timed again on a
-  fresh input set, up to ``HOST_RETRIES`` times (``timing["host"]`` says how often), so a model
+  call whose host part still outran the cushion (a hiccup of the machine) grows the cushion for
+  the calls after it (to ``HOST_FACTOR`` times that host time, within the same cap) and is timed
+  again on a fresh input set, up to ``HOST_RETRIES`` times (``timing["host"]`` says how often), so a model
   that stalls its host on purpose gains no second call on inputs it has seen. Measuring from an idle device
   instead puts the host's wake-up and launch jitter (tens of microseconds, varying between
   processes) into every sample, which dominated 0.1 ms kernels on an H200;
@@ -174,6 +175,10 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
+#: the side-stream launch counter and its value when the rounds began (None: not watched)
+_Watch = tuple[Callable[[], int], int] | None
+
+
 class _SideStreamLaunchError(Exception):
     """The candidate launched a kernel on a stream other than the timing stream."""
 
@@ -225,24 +230,29 @@ def time_side_by_side(
     warmed = time.perf_counter()
     mode = STREAM_MODE if count() == seen else SYNC_MODE
     target_ms = min(MAX_CUSHION_MS, max(cushion_target_ms, HOST_FACTOR * host_p90_ms))
-    fills, cushion_ms = cushion(dev, flush, target_ms) if device_type != "cpu" else (1, CPU_CUSHION_MS)
+    if device_type != "cpu":
+        fills, cushion_ms = cushion(dev, flush, target_ms)
+        pad = _Cushion(fills, cushion_ms / fills)
+    else:
+        pad = _Cushion(1, CPU_CUSHION_MS)
+    start_ms = pad.ms
     audit_at = set(rng.sample(range(reps), min(audit_rounds, reps)))
     check_at = set(rng.sample(range(reps), min(check_rounds, reps)))
 
     host = _HostTimes()
 
-    def rounds(mode: str, fills: int, watch: tuple[Callable[[], int], int] | None) -> tuple[list[float], list[float]]:
+    def rounds(mode: str, pad: _Cushion, watch: _Watch) -> tuple[list[float], list[float]]:
         return _rounds(
-            run_candidate, run_reference, audit, dev, flush, fills, mode, reps, num_sets, rng, audit_at,
-            check_at, after_candidate, check, watch, relocate, relocate_every, cushion_ms, host,
+            run_candidate, run_reference, audit, dev, flush, pad, mode, reps, num_sets, rng, audit_at,
+            check_at, after_candidate, check, watch, relocate, relocate_every, host,
         )  # fmt: skip
 
     try:
-        cand_times, ref_times = rounds(mode, fills, (count, count()) if mode == STREAM_MODE else None)
+        cand_times, ref_times = rounds(mode, pad, (count, count()) if mode == STREAM_MODE else None)
     except _SideStreamLaunchError:
         mode = SYNC_MODE
         host = _HostTimes()
-        cand_times, ref_times = rounds(mode, 1, None)
+        cand_times, ref_times = rounds(mode, _Cushion(1, pad.fill_ms), None)
     finished = time.perf_counter()
     overhead = 0.0
     if mode == SYNC_MODE:
@@ -275,9 +285,36 @@ def time_side_by_side(
     if mode == SYNC_MODE:
         details["sync_overhead_ms"] = overhead
     else:
-        details["cushion_ms"] = cushion_ms
+        details["cushion_ms"] = pad.ms
+        details["cushion_start_ms"] = start_ms
+        details["cushion_grown"] = pad.grown
         details["host"] = host.summary()
     return TimingResult(ref_ms=ref_ms, kernel_ms=kernel_ms, speedup=speedup, details=details)
+
+
+@dataclass
+class _Cushion:
+    """The flush writes queued ahead of each timed call in stream mode: ``fills`` of ``fill_ms`` each."""
+
+    fills: int
+    fill_ms: float
+    #: how often a call's host part made it grow
+    grown: int = 0
+
+    @property
+    def ms(self) -> float:
+        return self.fills * self.fill_ms
+
+    def grow(self, host_ms: float) -> None:
+        """Cover ``HOST_FACTOR`` times ``host_ms`` (a call's host part that outran the cushion) from
+        the next call on, up to ``MAX_CUSHION_MS``: the warm-up calls' host time can be below the
+        timed calls' (a slower stretch of the machine), and every call it outruns is timed again."""
+        if self.fill_ms <= 0:
+            return
+        fills = min(MAX_CUSHION_FILLS, math.ceil(min(MAX_CUSHION_MS, HOST_FACTOR * host_ms) / self.fill_ms))
+        if fills > self.fills:
+            self.fills = fills
+            self.grown += 1
 
 
 @dataclass
@@ -386,7 +423,7 @@ def _rounds(
     audit: Callable[[int], None],
     dev: Any,
     flush: torch.Tensor,
-    fills: int,
+    pad: _Cushion,
     mode: str,
     reps: int,
     num_sets: int,
@@ -395,10 +432,9 @@ def _rounds(
     check_at: set[int],
     after_candidate: Callable[[int], None] | None,
     check: Callable[[int], None] | None,
-    watch: tuple[Callable[[], int], int] | None,
+    watch: _Watch,
     relocate: Callable[[], bool] | None,
     relocate_every: int,
-    cushion_ms: float,
     host: _HostTimes,
 ) -> tuple[list[float], list[float]]:
     cand_times: list[float] = []
@@ -417,12 +453,13 @@ def _rounds(
                 # Timed again on a fresh input set: a model that stalls its host on purpose must
                 # not get a second call on inputs it has just seen (and could have cached).
                 key = k + num_sets * attempt
-                elapsed, host_ms = timed_call_host(prepare(key), dev, flush, fills, mode, rep)
+                elapsed, host_ms = timed_call_host(prepare(key), dev, flush, pad.fills, mode, rep)
                 if which == "cand" and watch is not None and watch[0]() != watch[1]:
                     raise _SideStreamLaunchError
-                exposed = mode == STREAM_MODE and cushion_ms > 0 and host_ms > HOST_SHARE * cushion_ms
+                exposed = mode == STREAM_MODE and pad.ms > 0 and host_ms > HOST_SHARE * pad.ms
                 if not exposed:
                     break
+                pad.grow(host_ms)
                 if attempt < HOST_RETRIES:
                     host.retries[which] += 1
             else:

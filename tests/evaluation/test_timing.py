@@ -435,6 +435,23 @@ def test_a_call_that_always_outruns_the_cushion_keeps_its_time(monkeypatch) -> N
     assert result.details["host"]["kernel_exposed_kept"] == 2
 
 
+def test_a_call_that_outran_the_cushion_grows_it_for_the_calls_after_it(monkeypatch) -> None:
+    # Every call after the warm-up stalls its host 60 ms against a 40 ms cushion: the first timed
+    # call grows the cushion to 1.5 x its host time, and no later call outruns it.
+    monkeypatch.setattr(timing, "MAX_CUSHION_MS", 500.0)
+    result, calls = _hiccup_protocol(monkeypatch, lambda n: n > 1, reps=6)
+    details = result.details
+    assert details["cushion_start_ms"] == 40.0 and details["cushion_grown"] == 1
+    assert details["cushion_ms"] >= 1.5 * 60 and details["cushion_ms"] % 40.0 == 0  # whole flush writes
+    assert details["host"]["kernel_retimed"] == 1 and details["host"]["kernel_exposed_kept"] == 0
+    assert calls == 1 + 6 + 1
+
+
+def test_the_cushion_grows_no_further_than_its_cap(monkeypatch) -> None:
+    result, _ = _hiccup_protocol(monkeypatch, lambda n: n > 1, reps=2)
+    assert result.details["cushion_ms"] == 40.0 and result.details["cushion_grown"] == 0  # the cap is 3 ms
+
+
 def test_a_call_timed_again_gets_inputs_it_has_not_seen(monkeypatch) -> None:
     # A candidate that computes (10 ms) and stalls its host the first time it sees an input set,
     # then answers from a cache (1 ms) when the same set comes again: the call timed again must
