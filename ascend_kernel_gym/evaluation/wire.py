@@ -58,11 +58,12 @@ TRIAL_DONE = b"D"
 #: where an evaluation's verdict can be decided (see ``zygote.Zygote.judge_mode``)
 JUDGE_MODES = ("zygote", "reference", "child")
 #: where each backend's verdict is decided by default (``AKG_JUDGE`` overrides)
-DEFAULT_JUDGE = {"interpreter": "zygote", "cuda": "reference", "npu": "child"}
+DEFAULT_JUDGE = {"interpreter": "zygote", "cuda": "reference", "npu": "reference"}
 #: what each judge mode means, for reports (``akg doctor``)
 JUDGE_TEXT = {
     "zygote": "the zygote, on plain bytes copied out of the candidate's child",
-    "reference": "the reference child, on its own copy of the outputs (cuda: handed over by CUDA IPC handle)",
+    "reference": "the reference child, on its own copy of the outputs (cuda: handed over by CUDA IPC handle; "
+    "otherwise sent as bytes)",
     "child": "the candidate's own child: no process boundary, a compromised child can forge its verdict",
 }
 QUIET_MAX_S = 10.0

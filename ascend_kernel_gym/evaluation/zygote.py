@@ -90,9 +90,9 @@ class Zygote:
         self.prefork = bool(config.get("prefork", True))
         self.os_sandbox = bool(config.get("os_sandbox", False))
         #: where the verdict is decided (``AKG_JUDGE`` overrides): ``zygote`` (the interpreter:
-        #: outputs come here as bytes), ``reference`` (cuda: the reference child judges on the
-        #: device, the outputs handed over by CUDA IPC) or ``child`` (npu: the candidate's child
-        #: judges itself; no IPC path is built for NPUs)
+        #: outputs come here as bytes), ``reference`` (cuda, npu: the reference child judges on
+        #: the device, the outputs handed over by CUDA IPC on cuda, as bytes on npu) or ``child``
+        #: (the candidate's child judges itself: faster on npu, forgeable)
         self.judge_mode = config.get("judge") or DEFAULT_JUDGE.get(self.backend, "child")
         if self.judge_mode not in JUDGE_MODES:
             raise ValueError(f"unknown judge mode {self.judge_mode!r} (one of {', '.join(JUDGE_MODES)})")

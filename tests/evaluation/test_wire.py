@@ -77,3 +77,11 @@ def test_wait_quiet_asks_the_zygote_and_reports_its_answer() -> None:
         for fd in (job_read, job_write, result_read, result_write):
             if fd >= 0:
                 os.close(fd)
+
+
+def test_no_backend_lets_the_candidates_child_judge_itself_by_default() -> None:
+    from ascend_kernel_gym.evaluation.wire import DEFAULT_JUDGE, JUDGE_MODES
+
+    assert set(DEFAULT_JUDGE) == {"interpreter", "cuda", "npu"}
+    assert all(mode in JUDGE_MODES and mode != "child" for mode in DEFAULT_JUDGE.values())
+

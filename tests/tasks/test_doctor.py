@@ -47,6 +47,7 @@ def test_doctor_says_where_each_backends_verdict_is_decided(capsys, monkeypatch)
     judges = json.loads(capsys.readouterr().out)["judge"]
     assert judges["interpreter"]["mode"] == "zygote" and not judges["interpreter"]["forced"]
     assert judges.get("cuda", {"mode": "reference"})["mode"] == "reference"  # where cuda is available
+    assert judges.get("npu", {"mode": "reference"})["mode"] == "reference"
     monkeypatch.setenv("AKG_JUDGE", "child")
     assert akg(["doctor"]) == 0
     text = capsys.readouterr().out
