@@ -17,6 +17,19 @@ def lease_dir(tmp_path):
     return str(tmp_path / "leases")
 
 
+@pytest.fixture
+def sleeping_child():
+    """A child in its own process group that sleeps (a zygote's child for the keeper to stop)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child just sleeps
+        os.setpgid(0, 0)
+        time.sleep(30)
+        os._exit(0)
+    yield pid
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
 def test_enabled_by_backend_and_override():
     assert lease_enabled("cuda") and lease_enabled("npu")
     assert not lease_enabled("interpreter")
@@ -80,33 +93,25 @@ def _wait_state(pid: int, wanted: str) -> str:
     return _state(pid)
 
 
-def test_keeper_stops_its_children_during_a_timing_elsewhere_and_counts_the_pause(lease_dir):
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child just sleeps
-        os.setpgid(0, 0)
-        time.sleep(30)
-        os._exit(0)
-    try:
-        clock = [100.0]
-        keeper = LeaseKeeper(DeviceLease("dev", lease_dir), lambda: clock[0])
-        assert keeper.enter(clock[0] + 5, stopped=[])
-        timer = DeviceLease("dev", lease_dir)
-        assert not timer.want_exclusive()
-        keeper.turn(lambda: [pid])
-        assert keeper.paused
-        assert _wait_state(pid, "T") == "T"
-        assert timer.want_exclusive()  # the keeper let go of the device
-        clock[0] += 2.5
-        keeper.turn(lambda: [pid])
-        assert keeper.paused  # the timing is still going
-        timer.release()
-        keeper.turn(lambda: [pid])
-        assert not keeper.paused
-        assert keeper.paused_s == pytest.approx(2.5)
-        assert _wait_state(pid, "S") != "T"
-    finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+def test_keeper_stops_its_children_during_a_timing_elsewhere_and_counts_the_pause(lease_dir, sleeping_child):
+    pid = sleeping_child
+    clock = [100.0]
+    keeper = LeaseKeeper(DeviceLease("dev", lease_dir), lambda: clock[0])
+    assert keeper.enter(clock[0] + 5, stopped=[])
+    timer = DeviceLease("dev", lease_dir)
+    assert not timer.want_exclusive()
+    keeper.turn(lambda: [pid])
+    assert keeper.paused
+    assert _wait_state(pid, "T") == "T"
+    assert timer.want_exclusive()  # the keeper let go of the device
+    clock[0] += 2.5
+    keeper.turn(lambda: [pid])
+    assert keeper.paused  # the timing is still going
+    timer.release()
+    keeper.turn(lambda: [pid])
+    assert not keeper.paused
+    assert keeper.paused_s == pytest.approx(2.5)
+    assert _wait_state(pid, "S") != "T"
 
 
 def test_after_its_timed_calls_a_job_holds_the_device_shared_again(lease_dir):
@@ -125,25 +130,17 @@ def test_after_its_timed_calls_a_job_holds_the_device_shared_again(lease_dir):
     assert timer.want_exclusive()
 
 
-def test_after_its_timed_calls_a_job_pauses_if_another_timing_got_in_first(lease_dir):
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child just sleeps
-        os.setpgid(0, 0)
-        time.sleep(30)
-        os._exit(0)
-    try:
-        keeper = LeaseKeeper(DeviceLease("dev", lease_dir), time.perf_counter)
-        assert keeper.enter(time.perf_counter() + 5, stopped=[])
-        assert keeper.want_exclusive()
-        keeper.lease.try_shared = lambda: False  # another zygote took the turnstile in between
-        keeper.end_timing(lambda: [pid])
-        assert keeper.paused and keeper.lease.state == "free"
-        assert _wait_state(pid, "T") == "T"
-        keeper.resume()
-        assert _wait_state(pid, "S") != "T"
-    finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+def test_after_its_timed_calls_a_job_pauses_if_another_timing_got_in_first(lease_dir, sleeping_child):
+    pid = sleeping_child
+    keeper = LeaseKeeper(DeviceLease("dev", lease_dir), time.perf_counter)
+    assert keeper.enter(time.perf_counter() + 5, stopped=[])
+    assert keeper.want_exclusive()
+    keeper.lease.try_shared = lambda: False  # another zygote took the turnstile in between
+    keeper.end_timing(lambda: [pid])
+    assert keeper.paused and keeper.lease.state == "free"
+    assert _wait_state(pid, "T") == "T"
+    keeper.resume()
+    assert _wait_state(pid, "S") != "T"
 
 
 def test_keeper_enter_waits_for_a_running_timing_then_resumes_stopped_spares(lease_dir):

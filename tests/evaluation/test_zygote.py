@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,9 @@ from ascend_kernel_gym.evaluation.child_stream import Child, ChildStream
 from ascend_kernel_gym.evaluation.verdict import final_reply
 from ascend_kernel_gym.evaluation.wire import HEADER, JOB_TAKEN, QUIET, READY, RESULT, TIMED, encode_result
 from ascend_kernel_gym.evaluation.zygote import Zygote
+from ascend_kernel_gym.tasks import get_task
+
+DATA = Path(__file__).parent.parent / "data"
 
 
 def _framed(token: str, result: dict) -> bytes:
@@ -416,10 +420,9 @@ def test_the_device_path_judges_in_the_child_with_the_same_verdicts(relu_task, r
         ev.close()
 
 
-def test_timings_a_self_judging_child_claims_are_held_to_the_zygotes_clock(tmp_path) -> None:
-    # Device backends: the child judges itself, but its timing window is the zygote's (QUIET -> result).
-    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
-    claims = {
+def _self_judged_claims() -> dict:
+    """A self-judging child's result claiming 100 timed calls of 1 ms and 50 ms (5.1 s in all)."""
+    return {
         "task_id": "core/L1/relu",
         "backend": "cuda",
         "profile": "full",
@@ -431,6 +434,12 @@ def test_timings_a_self_judging_child_claims_are_held_to_the_zygotes_clock(tmp_p
         "speedup": 50.0,
         "timing": {"kernel_ms_samples": [1.0] * 100, "ref_ms_samples": [50.0] * 100},
     }
+
+
+def test_timings_a_self_judging_child_claims_are_held_to_the_zygotes_clock(tmp_path) -> None:
+    # Device backends: the child judges itself, but its timing window is the zygote's (QUIET -> result).
+    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
+    claims = _self_judged_claims()
     for window, forged in ((10.0, False), (0.5, True)):  # 5.1 s of claimed samples
         run = ChildStream(_child(), "tok")
         run.feed(READY + JOB_TAKEN + QUIET + _framed("tok", claims))
@@ -443,18 +452,7 @@ def test_timings_a_self_judging_child_claims_are_held_to_the_zygotes_clock(tmp_p
 
 def test_the_timing_window_ends_when_the_child_says_its_timed_calls_are_over(tmp_path) -> None:
     zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
-    claims = {
-        "task_id": "core/L1/relu",
-        "backend": "cuda",
-        "profile": "full",
-        "code_hash": "h",
-        "stage": "done",
-        "correct": True,
-        "kernel_ms": 1.0,
-        "ref_ms": 50.0,
-        "speedup": 50.0,
-        "timing": {"kernel_ms_samples": [1.0] * 100, "ref_ms_samples": [50.0] * 100},
-    }
+    claims = _self_judged_claims()
     # Before asking for a quiet device, or a second time, it is no harness's byte: the stream is broken.
     for stream in (JOB_TAKEN + TIMED, JOB_TAKEN + QUIET + TIMED + TIMED):
         broken = ChildStream(_child(), "tok")
@@ -533,3 +531,42 @@ def test_an_output_far_larger_than_the_references_is_a_shape_mismatch_not_a_hack
         ev.close()
     assert result.error_type == ErrorType.SHAPE_MISMATCH and not result.hack, result.error_message
     assert "far more than the reference's" in result.error_message
+
+
+def test_one_judging_child_serves_evaluation_after_evaluation(monkeypatch, tmp_path, relu_task, relu_solution):
+    """The judging reference child goes back as the next job's spare when its job ended cleanly
+    (one judging context per many evaluations), settings a task's reference changed do not carry
+    over, and a judge killed between jobs is replaced without the next evaluation noticing."""
+    monkeypatch.setenv("AKG_JUDGE", "reference")
+    leaky = get_task(DATA / "judge_reuse" / "relu_sets_float64.py")
+    with Evaluator(backend="interpreter", workers=1, cache=False, timeout_s=120, tmp_root=str(tmp_path)) as ev:
+        first = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# 1\n", seed=1))
+        assert first.ok, first.error_message
+        zygote = ev._handles[0].proc.pid
+        after_first = set(_running_children(zygote, settle_to=2))
+        # A task whose reference sets float64 as the default dtype: its judge compares float64
+        # references with the candidate's float32 outputs (a failure), and goes back all the same.
+        ev.evaluate(EvalRequest(task=leaky, code=relu_solution, seed=2))
+        after_leaky = set(_running_children(zygote, settle_to=2))
+        judge = after_first & after_leaky
+        assert len(judge) == 1, (after_first, after_leaky)  # the candidate's spares are fresh each time
+        second = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# 2\n", seed=3))
+        assert second.ok, second.error_message  # float32 again: the setting did not leak
+        assert judge <= set(_running_children(zygote, settle_to=2))
+        os.kill(judge.pop(), 9)  # dies while it waits for its next job
+        third = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# 3\n", seed=4))
+        assert third.ok, third.error_message
+
+
+def test_a_judge_whose_job_ended_before_its_plan_is_replaced(monkeypatch, tmp_path, relu_task, relu_solution):
+    monkeypatch.setenv("AKG_JUDGE", "reference")
+    broken = relu_solution.replace("class ModelNew", "raise RuntimeError('no model')\n\n\nclass ModelNew")
+    with Evaluator(backend="interpreter", workers=1, cache=False, timeout_s=120, tmp_root=str(tmp_path)) as ev:
+        ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# 1\n", seed=1))
+        zygote = ev._handles[0].proc.pid
+        before = set(_running_children(zygote, settle_to=2))
+        failed = ev.evaluate(EvalRequest(task=relu_task, code=broken, seed=2))
+        assert not failed.ok
+        after = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# 2\n", seed=3))
+        assert after.ok, after.error_message
+        assert len(before & set(_running_children(zygote, settle_to=2))) <= 1
