@@ -217,3 +217,29 @@ def test_bench_judge_compares_two_judge_modes_of_one_tree(tmp_path) -> None:
     assert "--base-judge zygote --judge reference" in text
     runs = json.loads(out.with_suffix(".json").read_text())
     assert all(r["ok"] and r["stages"] for name in ("base", "judge") for r in runs[name][0]["relu"])
+
+
+def test_context_probe_reads_each_mode_against_the_idle_rounds() -> None:
+    probe = _load_script("gpu_context_probe")
+    calls = {"idle": [1.0] * 9 + [5.0], "context": [1.0] * 10, "kernels": [1.5] * 10}
+    samples = [
+        {"mode": mode, "times": {"w": list(times)}, "host": {"w": [0.2] * len(times)}}
+        for mode, times in calls.items()
+        for _ in range(2)
+    ]
+    # the modes this run did not sample (context_warm, cpu) are left out of the table
+    lines = probe.summarise({"samples": samples})
+    rows = {line.split(" | ")[0].strip("| "): line for line in lines if line.startswith("| ") and " w " in line}
+    assert "+0.00%" in rows["context"]  # the trimmed mean drops the idle rounds' one outlier
+    assert "+50.00%" in rows["kernels"]
+    assert any("1.0000-1.0000 ms (0.00% apart)" in line for line in lines)
+    starts = {
+        "concurrent_2": [
+            {"start": 0.0, "end": 0.5, "init_s": 0.1, "context_s": 0.4},
+            {"start": 0.0, "end": 0.9, "init_s": 0.1, "context_s": 0.8},
+        ],
+        "broken": [{"error": "RuntimeError('no device')"}],
+    }
+    table = probe.start_table(starts)
+    assert "| concurrent_2 | 2 | 0.700 | - | 0.900 |" in table
+    assert "| broken | 1 | failed | - | nan |" in table

@@ -84,4 +84,3 @@ def test_no_backend_lets_the_candidates_child_judge_itself_by_default() -> None:
 
     assert set(DEFAULT_JUDGE) == {"interpreter", "cuda", "npu"}
     assert all(mode in JUDGE_MODES and mode != "child" for mode in DEFAULT_JUDGE.values())
-
