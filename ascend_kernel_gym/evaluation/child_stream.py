@@ -75,6 +75,9 @@ class Child:
     reference: bool = False
     #: evaluations it judged before this one (a judging reference child serves several)
     jobs: int = 0
+    #: the zygote's read-only descriptor of the child's ``output.txt``, opened before the fork: the
+    #: printed output is read through it, never by path (a candidate can put a link there)
+    output_fd: int = -1
 
 
 def harness_failure(message: str, timeout: bool = False, oom: bool = False) -> Any:

@@ -65,7 +65,7 @@ def run_compile(state: ChildState, device: torch.device, mark: PartTimer) -> Com
     with open(candidate_file, "w", encoding="utf-8") as handle:
         handle.write(job.code)
     mark("task")
-    recorder = Recorder(CANDIDATE_MODULE)
+    recorder = Recorder(CANDIDATE_MODULE, candidate_file=candidate_file)
     recorder.install()
     state.recorder = recorder
     rng = random.Random(job.seed if job.seed is not None else int.from_bytes(os.urandom(8), "little"))

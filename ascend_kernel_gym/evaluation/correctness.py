@@ -53,6 +53,7 @@ from ascend_kernel_gym.evaluation.snapshot import check_snapshot
 from ascend_kernel_gym.evaluation.state import ChildState
 from ascend_kernel_gym.evaluation.tensor_wire import Exporter, WireError, encode_payload_parts, encode_tree
 from ascend_kernel_gym.evaluation.tensors import storage_nbytes, storage_ptr, storage_ptrs
+from ascend_kernel_gym.evaluation.view_cover import cover, spans_meet, view_of
 from ascend_kernel_gym.evaluation.wire import CONTINUE, PROBE, STARTED, TRIAL_DONE
 
 
@@ -75,15 +76,19 @@ def call_candidate(
 ) -> CandidateCall:
     """Call the candidate on ``inputs`` with the recorder on, check the call, freeze its result.
 
-    From the moment ``forward`` returns until the output is copied (and, with ``pristine``, the
-    copies of the inputs, the aliasing and input-change state taken), no code of the candidate
-    runs: the garbage collector is off (no finalisers), the output's structure is copied inside
-    the recorded call from exact tuples / lists only (``outputs.plain_output``), and the
-    model's parameters and buffers are found without calling any of its methods.
+    The garbage collector is off during the call: a collection could otherwise start inside the
+    recorder's own operator handler (or Triton's argument copies), where PyTorch has the recording
+    mode off, and a finaliser of the candidate's would compute there unseen. Cycles made during the
+    call are collected when ``forward`` returns, with the recorder still on (their finalisers'
+    operators count as the candidate's). From then until the output is copied (and, with
+    ``pristine``, the copies of the inputs, the aliasing and input-change state taken), no code of
+    the candidate runs: the output's structure is copied inside the recorded call from exact tuples /
+    lists only (``outputs.plain_output``), and the model's parameters and buffers are found without
+    calling any of its methods.
     """
     recorder = state.recorder
     assert recorder is not None
-    gc.enable()
+    gc.disable()
     try:
         return _recorded_call(state, recorder, candidate, inputs, first, pristine)
     finally:
@@ -101,7 +106,7 @@ def _recorded_call(
             recorder.recording_forward(inputs) as stats,
         ):
             out = candidate(*inputs)
-            gc.disable()
+            gc.collect(0)  # what the call left in cycles (the collector was off: all in the youngest generation)
             try:
                 out = plain_output(out)
             except OutputCheckError as problem:
@@ -144,12 +149,16 @@ def _recorded_call(
         tensors = check_output_tensors(out)
     except OutputCheckError as problem:
         raise StageError(ErrorType(problem.kind), problem.message) from None
-    out_ptrs = {storage_ptr(t) for t in tensors if t.device.type != "meta" and storage_nbytes(t)}
-    for ptr in out_ptrs:
-        if ptr in stats.tainted and stats.tainted[ptr] != "an input":  # returning an input: aliasing check
+    placed = [(t, storage_ptr(t)) for t in tensors if t.device.type != "meta" and storage_nbytes(t)]
+    for tensor, ptr in placed:
+        taint = stats.tainted.get(ptr)
+        if taint is None or taint == "an input":  # returning an input: the aliasing check's
+            continue
+        spans = stats.taint_spans.get(ptr)
+        if spans is None or any(spans_meet(span, view_of(tensor).byte_span()) for span in spans):
             raise StageError(
                 ErrorType.TORCH_FALLBACK,
-                f"the output holds data PyTorch moved without your kernel ({stats.tainted[ptr]}); the output must be "
+                f"the output holds data PyTorch moved without your kernel ({taint}); the output must be "
                 "written by your Triton kernel (casting or concatenating your kernels' results is fine)",
             )
     for tensor in tensors:
@@ -159,15 +168,16 @@ def _recorded_call(
                 "the output is a rearranged view of memory holding an unchanged copy of an input: the kernel only "
                 "copied the data and a view did the task's work; write the result with your Triton kernel",
             )
-    for op, ptr, full in stats.writes:
-        if ptr not in out_ptrs:
+    for op, ptr, filled in stats.writes:
+        if op not in FILL_TORCH_OPS:
             continue
-        if op in FILL_TORCH_OPS and not full:
-            raise StageError(
-                ErrorType.TORCH_FALLBACK,
-                f"parts of the output were written by PyTorch (aten.{op} on a slice); write the result from your "
-                "kernel (filling the whole output before a kernel accumulates into it is fine)",
-            )
+        for tensor, out_ptr in placed:
+            if out_ptr == ptr and cover(filled, view_of(tensor)) == "partial":
+                raise StageError(
+                    ErrorType.TORCH_FALLBACK,
+                    f"parts of the output were written by PyTorch (aten.{op} on part of it); write the result from "
+                    "your kernel (filling the whole output before a kernel accumulates into it is fine)",
+                )
     return _freeze(out, inputs, candidate, pristine)
 
 

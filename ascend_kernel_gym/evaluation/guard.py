@@ -14,25 +14,41 @@ Policy (the static stage already refuses the obvious spellings; this is the seco
   on the stack (Python 3.11 has no audit event for thread start); so is
   ``_posixsubprocess.fork_exec``, which starts a program without any audit event;
 - introspection: ``sys._getframe``, reading ``tb_frame`` / ``gi_frame`` / ``f_code`` / ``__code__``,
-  ``exec`` / ``compile`` are refused when the Python frame that triggers them is the candidate's
-  (stdlib helpers such as ``dataclasses`` and ``namedtuple`` may still use them on its behalf);
-  ``gc.get_objects`` / ``get_referrers``, ``sys._current_frames``, ``sys.settrace`` /
-  ``setprofile``, ``ctypes`` and attribute writes on library classes are refused when the
-  nearest frame outside the standard library is the candidate's. Without frames, the harness's
-  own objects (its result, its recorder) stay out of reach;
-- limits: ``resource.setrlimit`` / ``prlimit`` are refused.
+  ``exec`` / ``compile`` and attribute writes on library classes are refused when the candidate
+  asks for them, itself or through a standard-library function (``functools.update_wrapper``
+  reads any attribute it is given by name): only the few modules that use them for their own
+  bookkeeping (``collections.namedtuple``, ``typing``, ``enum``, ``dataclasses``, see
+  :data:`FRAME_HELPERS`) may, and Triton's or PyTorch's own code; ``gc.get_objects`` /
+  ``get_referrers``, ``sys._current_frames``, ``sys.settrace`` / ``setprofile`` and ``ctypes``
+  are refused when the nearest frame outside the standard library is the candidate's. Without
+  frames, the harness's own objects (its result, its recorder, this guard) stay out of reach;
+- limits: ``resource.setrlimit`` / ``prlimit`` are refused;
+- imports: the candidate's ``import`` statements (also of modules already loaded) and the imports
+  it has the standard library make for it (``importlib.import_module``) must be on the allow-list
+  (:data:`~.sandbox_rules.ALLOWED_IMPORT_ROOTS`); a module's own imports are its business.
 
 A refusal calls ``on_violation(message)``, which reports ``sandbox_violation`` and ends the child
 with ``os._exit``: a candidate cannot catch it.
+
+The guard's state (on, busy) lives on the :class:`SandboxGuard`, which only the audit hook (a list
+no Python code can read) and the harness's frame hold. The functions it puts in the library's
+place (``builtins.__import__``, the thread and ``fork_exec`` starters) close over immutable
+configuration only and refuse through an audit event (:data:`REFUSE_EVENT`) that the hook acts
+on: a candidate that got hold of one of them (through ``__closure__``) finds nothing to switch off.
 """
 
 from __future__ import annotations
 
+import collections
+import dataclasses
+import enum
+import functools
 import os
 import sys
 import sysconfig
+import typing
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 #: How subprocess.Popen starts a program; allowed where Popen is (Triton's own compiler calls on devices).
 LIBRARY_SPAWN_EVENTS = frozenset({"os.posix_spawn", "os.exec"})
@@ -116,12 +132,94 @@ _WATCHED = frozenset(
     }
 )
 _WATCHED_PREFIXES = ("socket.", "ctypes.")
+#: The audit event a replaced library function raises to have the hook refuse (its only argument: the message).
+REFUSE_EVENT = "akg.guard.refuse"
+#: Standard-library modules that read frames or run ``exec`` on their caller's behalf for their own
+#: bookkeeping (a class's module name, generated ``__init__`` methods) and hand nothing of it back.
+FRAME_HELPERS: tuple[str, ...] = tuple(
+    os.path.realpath(module.__file__) for module in (collections, typing, enum, dataclasses) if module.__file__
+)
 
 
 def _stdlib_dirs() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
     dirs = {os.path.realpath(paths[key]) for key in ("stdlib", "platstdlib") if key in paths}
     return tuple(sorted(d + os.sep for d in dirs))
+
+
+class _Config(NamedTuple):
+    """What the guard's checks depend on; immutable, so a function closing over it gives nothing away."""
+
+    candidate_file: str
+    own_file: str
+    stdlib_dirs: tuple[str, ...]
+    library_dirs: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=4096)
+def _kind(config: _Config, filename: str) -> str:
+    """``candidate``, ``guard``, ``frozen``, ``generated``, ``stdlib``, ``library`` or ``other`` (in a
+    cache no code can write)."""
+    if filename == config.candidate_file:
+        return "candidate"
+    if filename.startswith("<frozen"):
+        return "frozen"
+    if filename.startswith("<"):
+        return "generated"  # code made by exec: the methods dataclasses and namedtuple write
+    real = os.path.realpath(filename)
+    if real == config.own_file:
+        return "guard"
+    if real.startswith(config.stdlib_dirs) and "site-packages" not in real:
+        return "stdlib"
+    if real.startswith(config.library_dirs):
+        return "library"
+    return "other"
+
+
+def _frames(start: Any) -> Any:
+    frame = start
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+
+def _nearest(config: _Config, start: Any, skip: tuple[str, ...]) -> tuple[str, Any]:
+    """Kind and frame of the first frame from ``start`` whose kind is not in ``skip`` (``other``, None: none)."""
+    for frame in _frames(start):
+        kind = _kind(config, frame.f_code.co_filename)
+        if kind not in skip:
+            return kind, frame
+    return "other", None
+
+
+def _candidate_on_stack(config: _Config, start: Any) -> bool:
+    return any(frame.f_code.co_filename == config.candidate_file for frame in _frames(start))
+
+
+def _asked_by_candidate(config: _Config, start: Any, importing: bool = False) -> bool:
+    """Whether the code that raised an event is the candidate's, or standard-library code (or code
+    exec made) that the candidate called, unless a :data:`FRAME_HELPERS` module is on the way (it
+    does its own bookkeeping: ``@dataclass`` reads ``__code__`` through ``inspect.signature``).
+    ``importing``: a module's own top-level code (its fixed imports, run when the candidate first
+    imports it) is not the candidate asking either; ``importlib.import_module`` on its behalf is."""
+    kind, frame = _nearest(config, start, ("guard", "frozen"))
+    if kind == "candidate":
+        return True
+    if kind not in ("stdlib", "generated"):
+        return False
+    for outer in _frames(frame):
+        filename = outer.f_code.co_filename
+        kind = _kind(config, filename)
+        if kind == "stdlib" and (_is_frame_helper(filename) or (importing and outer.f_code.co_name == "<module>")):
+            return False
+        if kind not in ("guard", "frozen", "stdlib", "generated"):
+            return kind == "candidate"
+    return False
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_frame_helper(filename: str) -> bool:
+    return os.path.realpath(filename) in FRAME_HELPERS
 
 
 class SandboxGuard:
@@ -144,68 +242,25 @@ class SandboxGuard:
         library_dirs: tuple[str, ...] = (),
     ) -> None:
         self.sandbox_dir = os.path.realpath(sandbox_dir) + os.sep
-        self.candidate_file = candidate_file
         self.backend = backend
         self.on_violation = on_violation
-        self.library_dirs = tuple(os.path.realpath(d) + os.sep for d in library_dirs)
-        self.stdlib_dirs = _stdlib_dirs()
-        self.own_file = os.path.realpath(__file__)
-        self._kinds: dict[str, str] = {}
+        self.config = _Config(
+            candidate_file=candidate_file,
+            own_file=os.path.realpath(__file__),
+            stdlib_dirs=_stdlib_dirs(),
+            library_dirs=tuple(os.path.realpath(d) + os.sep for d in library_dirs),
+        )
         self._busy = False
         self.active = False
 
     # --- classification -------------------------------------------------------------------------
-    def _kind(self, filename: str) -> str:
-        """``candidate``, ``guard``, ``frozen``, ``stdlib``, ``library`` or ``other`` (cached)."""
-        kind = self._kinds.get(filename)
-        if kind is not None:
-            return kind
-        if filename == self.candidate_file:
-            kind = "candidate"
-        elif filename.startswith("<frozen"):
-            kind = "frozen"
-        elif filename.startswith("<"):
-            kind = "other"
-        else:
-            real = os.path.realpath(filename)
-            if real == self.own_file:
-                kind = "guard"
-            elif real.startswith(self.stdlib_dirs) and "site-packages" not in real:
-                kind = "stdlib"
-            elif real.startswith(self.library_dirs):
-                kind = "library"
-            else:
-                kind = "other"
-        self._kinds[filename] = kind
-        return kind
-
     def _caller(self) -> str:
         """Kind of the nearest frame outside the guard, the import machinery and the stdlib."""
-        frame = sys._getframe(1)
-        while frame is not None:
-            kind = self._kind(frame.f_code.co_filename)
-            if kind not in ("guard", "frozen", "stdlib"):
-                return kind
-            frame = frame.f_back
-        return "other"
+        return _nearest(self.config, sys._getframe(1), ("guard", "frozen", "stdlib"))[0]
 
     def _immediate(self) -> str:
         """Kind of the Python frame that triggered the event (the guard and importlib skipped)."""
-        frame = sys._getframe(1)
-        while frame is not None:
-            kind = self._kind(frame.f_code.co_filename)
-            if kind not in ("guard", "frozen"):
-                return kind
-            frame = frame.f_back
-        return "other"
-
-    def _candidate_on_stack(self) -> bool:
-        frame = sys._getframe(1)
-        while frame is not None:
-            if frame.f_code.co_filename == self.candidate_file:
-                return True
-            frame = frame.f_back
-        return False
+        return _nearest(self.config, sys._getframe(1), ("guard", "frozen"))[0]
 
     def _inside(self, path: Any) -> bool:
         if isinstance(path, int):
@@ -220,13 +275,25 @@ class SandboxGuard:
         real = os.path.realpath(text)
         return (real + os.sep).startswith(self.sandbox_dir)
 
+    def _link_stays_inside(self, target: Any, link: Any) -> bool:
+        """Whether a symbolic link at ``link`` to ``target`` resolves inside the directory (a relative
+        target is read from the link's own directory): code outside the child must never follow
+        one of the child's files out of it."""
+        if isinstance(target, int) or isinstance(link, int):
+            return False
+        try:
+            target, link = os.fsdecode(target), os.fsdecode(link)
+        except TypeError:
+            return False
+        return self._inside(os.path.join(os.path.dirname(os.path.abspath(link)), target))
+
     # --- the hook -------------------------------------------------------------------------------
     def install(self) -> None:
         """Install the audit hook (irreversible) and the thread-start and import refusals."""
         sys.addaudithook(self._hook)
-        self._patch_threads()
-        self._patch_fork_exec()
-        self._patch_import()
+        _patch_threads(self.config, self.backend)
+        _patch_fork_exec(self.config, self.backend)
+        _patch_import(self.config)
         self.active = True
 
     def _refuse(self, message: str) -> None:
@@ -239,11 +306,14 @@ class SandboxGuard:
         if event == "object.__getattr__":
             if len(args) < 2 or args[1] not in _FRAME_ATTRS:
                 return
-        elif not (event in _WATCHED or event.startswith(_WATCHED_PREFIXES)):
+        elif not (event in _WATCHED or event == REFUSE_EVENT or event.startswith(_WATCHED_PREFIXES)):
             return
         self._busy = True
         try:
-            self._check(event, args)
+            if event == REFUSE_EVENT:
+                self._refuse(str(args[0]) if args else "was refused")
+            elif _kind(self.config, sys._getframe(1).f_code.co_filename) != "guard":
+                self._check(event, args)  # the guard's own replacements read frames for their checks
         finally:
             self._busy = False
 
@@ -279,9 +349,11 @@ class SandboxGuard:
                 if index < len(args) and not self._inside(args[index]):
                     self._refuse(f"tried to change the file system outside its directory ({event})")
                     return
+            if event == "os.symlink" and len(args) >= 2 and not self._link_stays_inside(args[0], args[1]):
+                self._refuse("tried to make a link to a file outside its directory (os.symlink)")
             return
         if event == "import":
-            if self._immediate() != "candidate":
+            if not _asked_by_candidate(self.config, sys._getframe(1), importing=True):
                 return
             from ascend_kernel_gym.evaluation.sandbox_rules import ALLOWED_IMPORT_ROOTS, FORBIDDEN_MODULES
 
@@ -292,93 +364,87 @@ class SandboxGuard:
             return
         if event in ("object.__setattr__", "object.__delattr__"):
             target = args[0] if args else None
-            if isinstance(target, type) and self._immediate() == "candidate":
+            if isinstance(target, type) and _asked_by_candidate(self.config, sys._getframe(1)):
                 owner = getattr(target, "__module__", "")
                 if owner != _CANDIDATE_MODULE:
                     self._refuse(f"tried to modify the library class {owner}.{target.__name__} (monkeypatching)")
             return
         if event == "object.__getattr__":
-            if self._immediate() == "candidate":
+            if _asked_by_candidate(self.config, sys._getframe(1)):
                 self._refuse(f"tried to read `.{args[1]}` (frames and code objects are off limits)")
             return
         if event in _IMMEDIATE_EVENTS:
-            if self._immediate() == "candidate":
+            if _asked_by_candidate(self.config, sys._getframe(1)):
                 self._refuse(f"tried to use {event}")
             return
         if event in _NEAREST_EVENTS or event.startswith("ctypes."):
             if self._caller() == "candidate":
                 self._refuse(f"tried to use {event}")
 
-    def _patch_import(self) -> None:
-        """Check ``import`` statements in candidate code even for modules already in ``sys.modules``
-        (those raise no ``import`` audit event)."""
-        import builtins
 
-        from ascend_kernel_gym.evaluation.sandbox_rules import ALLOWED_IMPORT_ROOTS, FORBIDDEN_MODULES
+def _refuse_through_hook(message: str) -> None:
+    sys.audit(REFUSE_EVENT, message)
 
-        original = builtins.__import__
-        guard = self
 
-        def guarded_import(
-            name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
-        ) -> Any:
-            if guard.active and not guard._busy:
-                guard._busy = True
-                try:
-                    from_candidate = sys._getframe(1).f_code.co_filename == guard.candidate_file
-                finally:
-                    guard._busy = False
-                if from_candidate:
-                    root = name.split(".")[0]
-                    if level or root not in ALLOWED_IMPORT_ROOTS or root in FORBIDDEN_MODULES:
-                        guard._refuse(f"tried to import the forbidden module {name}")
-            return original(name, globals, locals, fromlist, level)
+def _patch_import(config: _Config) -> None:
+    """Check ``import`` statements in candidate code even for modules already in ``sys.modules``
+    (those raise no ``import`` audit event)."""
+    import builtins
 
-        builtins.__import__ = guarded_import
+    from ascend_kernel_gym.evaluation.sandbox_rules import ALLOWED_IMPORT_ROOTS, FORBIDDEN_MODULES
 
-    def _refusing(self, original: Callable[..., Any], message: str) -> Callable[..., Any]:
-        """``original``, refused while candidate code is on the stack, unless Triton's own code
-        on a device backend is the nearest caller outside the standard library."""
-        guard = self
+    original = builtins.__import__
+    candidate_file = config.candidate_file
 
-        def start(*args: Any, **kwargs: Any) -> Any:
-            if guard.active and not guard._busy:
-                guard._busy = True
-                try:
-                    refuse = guard._candidate_on_stack() and not (
-                        guard.backend != "interpreter" and guard._caller() == "library"
-                    )
-                finally:
-                    guard._busy = False
-                if refuse:
-                    guard._refuse(message)
-            return original(*args, **kwargs)
+    def guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        if sys._getframe(1).f_code.co_filename == candidate_file:
+            root = str(name).split(".")[0]
+            if level or root not in ALLOWED_IMPORT_ROOTS or root in FORBIDDEN_MODULES:
+                _refuse_through_hook(f"tried to import the forbidden module {name}")
+        return original(name, globals, locals, fromlist, level)
 
-        return start
+    builtins.__import__ = guarded_import
 
-    def _patch_fork_exec(self) -> None:
-        try:
-            import _posixsubprocess
-        except ImportError:  # pragma: no cover - not a POSIX system
-            return
-        original = getattr(_posixsubprocess, "fork_exec", None)
-        if original is not None:
-            _posixsubprocess.fork_exec = self._refusing(original, "tried to start a process (fork_exec)")
 
-    def _patch_threads(self) -> None:
-        import _thread
-        import threading
+def _refusing(config: _Config, backend: str, original: Callable[..., Any], message: str) -> Callable[..., Any]:
+    """``original``, refused while candidate code is on the stack, unless Triton's own code
+    on a device backend is the nearest caller outside the standard library."""
 
-        for module, name in (
-            (_thread, "start_new_thread"),
-            (_thread, "start_new"),
-            (_thread, "start_joinable_thread"),
-            (threading, "_start_new_thread"),
-            (threading, "_start_joinable_thread"),
+    def start(*args: Any, **kwargs: Any) -> Any:
+        caller = sys._getframe(1)
+        if _candidate_on_stack(config, caller) and not (
+            backend != "interpreter" and _nearest(config, caller, ("guard", "frozen", "stdlib"))[0] == "library"
         ):
-            original = getattr(module, name, None)
-            if original is not None:
-                setattr(module, name, self._refusing(original, "tried to start a thread"))
+            _refuse_through_hook(message)
+        return original(*args, **kwargs)
+
+    return start
+
+
+def _patch_fork_exec(config: _Config, backend: str) -> None:
+    try:
+        import _posixsubprocess
+    except ImportError:  # pragma: no cover - not a POSIX system
+        return
+    original = getattr(_posixsubprocess, "fork_exec", None)
+    if original is not None:
+        _posixsubprocess.fork_exec = _refusing(config, backend, original, "tried to start a process (fork_exec)")
+
+
+def _patch_threads(config: _Config, backend: str) -> None:
+    import _thread
+    import threading
+
+    for module, name in (
+        (_thread, "start_new_thread"),
+        (_thread, "start_new"),
+        (_thread, "start_joinable_thread"),
+        (threading, "_start_new_thread"),
+        (threading, "_start_joinable_thread"),
+    ):
+        original = getattr(module, name, None)
+        if original is not None:
+            setattr(module, name, _refusing(config, backend, original, "tried to start a thread"))
 
 
 _CANDIDATE_MODULE = "akg_candidate"

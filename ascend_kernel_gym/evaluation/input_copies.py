@@ -44,7 +44,7 @@ def conversion_dtypes(inputs: list[torch.Tensor]) -> tuple[torch.dtype, ...]:
         if tensor.dtype.is_complex or tensor.dtype == torch.bool:
             continue
         found[tensor.dtype] = None
-        word = _WORD_TYPES.get(tensor.element_size())
+        word = _WORD_TYPES.get(torch.Tensor.element_size(tensor))
         if word is not None:
             found[word] = None
     return tuple(found)
@@ -113,12 +113,12 @@ def _found_in_inputs(piece_bytes: torch.Tensor, storage: Any, size: int, input_b
     if bool(torch.all(piece == piece[0])):
         return False  # constant memory (zeros, a fill) matches any constant input and carries nothing
     for original in input_bytes:
-        if original.device != storage.device or original.numel() < span:
+        if original.device != storage.device or torch.Tensor.numel(original) < span:
             continue
-        if original.untyped_storage().data_ptr() == storage.data_ptr():
+        if torch.Tensor.untyped_storage(original).data_ptr() == storage.data_ptr():
             continue  # a view of the input itself: tainted as the input already
         try:
-            whole = original[: original.numel() // size * size].view(word)
+            whole = original[: torch.Tensor.numel(original) // size * size].view(word)
         except RuntimeError:  # the input's start is not aligned to this element size
             continue
         hits = torch.nonzero(whole == piece[0]).flatten()[:MAX_PIECE_CANDIDATES].tolist()

@@ -62,6 +62,11 @@ class LaunchArgumentPolicy:
         for base in (tl.constexpr, tl.dtype, *_triton_callables()):
             exact.extend(c for c in _subclasses(base) if str(c.__module__).startswith("triton."))
         self._exact = frozenset(id(kind) for kind in exact)
+        self._tensor_kinds = frozenset(id(kind) for kind in (torch.Tensor, torch.nn.Parameter))
+        #: what a tensor's instance attribute must not hide: Triton's launcher and the harness call
+        #: ``storage_offset()``, ``size()``, ``new_empty()``, ... through the instance
+        self._tensor_names = frozenset(name for kind in torch.Tensor.__mro__ for name in vars(kind))
+        self._instance_dict = vars(torch.Tensor)["__dict__"]  # a data descriptor: nothing can hide it
         self._constexprs = frozenset(
             id(c) for c in _subclasses(tl.constexpr) if str(c.__module__).startswith("triton.")
         )
@@ -115,6 +120,11 @@ class LaunchArgumentPolicy:
                 return "is nested too deeply"
             problem = self.problem(object.__getattribute__(value, "__dict__").get("value"), depth + 1)
             return None if problem is None else f"wraps a value that {problem}"
+        if id(kind) in self._tensor_kinds:
+            hidden = sorted(name for name in self._instance_dict.__get__(value) if name in self._tensor_names)
+            if hidden:
+                return f"has an instance attribute `{cut_string(str(hidden[0]), 40)}` hiding the tensor's own"
+            return None
         if id(kind) in self._exact:
             return None
         if depth >= self.MAX_DEPTH:

@@ -71,7 +71,10 @@ class OverwriteProbe:
             if ptr not in self.copied or ptr not in tainted or type(tensor) is not torch.Tensor:
                 continue
             before = torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(
-                self.snapshots[ptr][1], tensor.storage_offset(), tensor.size(), tensor.stride()
+                self.snapshots[ptr][1],
+                torch.Tensor.storage_offset(tensor),
+                torch.Tensor.size(tensor),
+                torch.Tensor.stride(tensor),
             )
             if not copied_input_piece(before, input_bytes):
                 whole = torch.tensor([], dtype=torch.uint8, device=tensor.device).set_(self.snapshots[ptr][1])
@@ -115,7 +118,7 @@ class OverwriteProbe:
                 return None
             ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
             if tainted.get(ptr, "an input") != "an input":
-                copied.setdefault(ptr, tensor.element_size())
+                copied.setdefault(ptr, torch.Tensor.element_size(tensor))
         if not copied:
             return None
         snapshots = {}
@@ -148,7 +151,7 @@ class OverwriteProbe:
                 return value
             storage = scratch[torch.Tensor.untyped_storage(value).data_ptr()]
             return torch.empty(0, dtype=value.dtype, device=value.device).set_(
-                storage, value.storage_offset(), value.size(), value.stride()
+                storage, torch.Tensor.storage_offset(value), torch.Tensor.size(value), torch.Tensor.stride(value)
             )
 
         try:

@@ -31,7 +31,7 @@ from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.os_sandbox import SandboxReport, default_policy, enter_os_sandbox
 from ascend_kernel_gym.evaluation.result import ErrorType
-from ascend_kernel_gym.evaluation.wire import ZygoteLink
+from ascend_kernel_gym.evaluation.wire import OUTPUT_FILENAME, ZygoteLink
 
 ENV_KEEP = (
     "PATH",
@@ -190,7 +190,7 @@ def _setup_process(setup: ChildSetup) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     fsize = 256 * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-    output = os.path.join(sandbox, "output.txt")
+    output = os.path.join(sandbox, OUTPUT_FILENAME)
     _redirect(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, (1, 2))
     sys.stdout = sys.stderr = RollingOutput(1, output)
     _redirect(os.devnull, os.O_RDONLY, (0,))

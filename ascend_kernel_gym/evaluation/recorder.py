@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import inspect
+import os
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -47,6 +50,7 @@ from ascend_kernel_gym.evaluation.sandbox_rules import (
     REARRANGING_TORCH_OPS,
     UNINITIALISED_TORCH_OPS,
 )
+from ascend_kernel_gym.evaluation.view_cover import View, spans_meet, view_of
 
 MAX_LAUNCH_RECORDS = 64
 #: launches per forward call whose overwrite of a PyTorch copy is checked by a second run (see
@@ -61,6 +65,10 @@ PRINT_OP = "print (tensor values read into Python text)"
 _PLAIN = (bool, int, float, str)
 #: how many constexprs one launch record keeps
 MAX_RECORD_CONSTEXPRS = 32
+#: operators that move a tensor's data to new memory without a dispatched copy (the taint goes along)
+STORAGE_MOVING_TORCH_OPS = frozenset({"resize_"})
+#: this package's directory: frames in it are the harness's own
+_HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def _jsonable(value: Any) -> Any:
@@ -121,8 +129,11 @@ class Recorder:
         candidate_module: ``__name__`` of the candidate's module; only kernels defined there count.
     """
 
-    def __init__(self, candidate_module: str) -> None:
+    def __init__(self, candidate_module: str, candidate_file: str = "") -> None:
         self.candidate_module = candidate_module
+        #: the candidate's source path (its code objects' ``co_filename``): operators its code
+        #: issues while the harness has recording suspended are still the candidate's
+        self.candidate_file = candidate_file
         self.recording = False
         self._suspended = 0
         self._bench_depth = 0
@@ -131,11 +142,14 @@ class Recorder:
         #: allocations filled by :meth:`poison` so far
         self.poisoned = 0
         self.ops: Counter[str] = Counter()
-        #: (operator, storage pointer, covers the whole storage) for data-carrying and filling
-        #: operators during the current forward call
-        self.writes: list[tuple[str, int, bool]] = []
+        #: (operator, storage pointer, the view it filled) for the filling operators during the
+        #: current forward call
+        self.writes: list[tuple[str, int, View]] = []
         #: storage pointer -> where its data came from (inputs, Python data) for this forward call
         self.tainted: dict[int, str] = {}
+        #: storage pointer -> the byte spans that hold the tainted data, where that is not the whole
+        #: storage (a staging copy in one part of an allocation whose other part a kernel writes)
+        self.taint_spans: dict[int, list[tuple[int, int]]] = {}
         #: the bytes of the current forward call's dense inputs (uint8 views of their memory)
         self.input_bytes: list[torch.Tensor] = []
         #: dtypes a kernel's copy of an input could be converted back to (see ``conversion_dtypes``)
@@ -377,10 +391,10 @@ class Recorder:
                 finally:
                     recorder._suspended -= 1
                 for ptr in overwritten:
-                    recorder.tainted.pop(ptr, None)
+                    recorder.untaint(ptr)
                     recorder.writes = [w for w in recorder.writes if w[1] != ptr]
                 for ptr, source in copies.items():
-                    recorder.tainted[ptr] = f"a kernel's copy of {source}"
+                    recorder.taint(ptr, f"a kernel's copy of {source}")
             return result
 
         cls.run = run
@@ -462,6 +476,7 @@ class Recorder:
         self.writes = []
         self._probes = 0
         self.tainted = {ptr: "an input" for ptr in _storage_ptrs(inputs)}
+        self.taint_spans = {}
         self.input_bytes = [tensor_bytes(t) for t in _tensors(inputs) if torch.Tensor.is_contiguous(t)]
         self.input_dtypes = conversion_dtypes(_tensors(inputs))
         self.recording = True
@@ -474,6 +489,7 @@ class Recorder:
             stats.ops = self.ops - stats.ops_before
             stats.writes = list(self.writes)
             stats.tainted = dict(self.tainted)
+            stats.taint_spans = {ptr: list(spans) for ptr, spans in self.taint_spans.items()}
             stats.input_bytes = self.input_bytes
             self.input_bytes = []
             self.input_dtypes = ()
@@ -485,6 +501,66 @@ class Recorder:
         if self.recording and not self._suspended:
             self.ops[name] += 1
 
+    def counts(self) -> bool:
+        """Whether the operator being dispatched is the candidate's: recording and not suspended, or
+        suspended (Triton's argument copies, the overwrite probe's second run, the record's reprs)
+        but called by the candidate's code, which Triton or the harness may run in such a window
+        (a ``triton.constexpr_function``, a method a tensor's instance attribute hides, a finaliser)."""
+        if not self.recording:
+            return False
+        if not self._suspended:
+            return True
+        return bool(self.candidate_file) and self._called_by_candidate()
+
+    def _called_by_candidate(self) -> bool:
+        """Whether the innermost frame that is either the candidate's or the harness's (the operator
+        handler's own frames left out) is the candidate's."""
+        frame = sys._getframe(1)
+        while frame is not None:
+            code = frame.f_code
+            if code.co_filename == self.candidate_file:
+                return True
+            if code.co_filename.startswith(_HARNESS_DIR) and not (
+                code in _HANDLER_CODES or code.co_name in _MODE_HANDLERS
+            ):
+                return False
+            frame = frame.f_back
+        return False
+
+    def taint_of(self, value: Any) -> str | None:
+        """Where the data of ``value``'s storage came from, if it is tainted."""
+        return next((self.tainted[ptr] for ptr in _storage_ptrs(value) if ptr in self.tainted), None)
+
+    def tensor_taint(self, tensor: torch.Tensor) -> str | None:
+        """The taint of the bytes ``tensor`` reaches (None: none of them is tainted)."""
+        if tensor.layout != torch.strided:
+            return None
+        ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
+        taint = self.tainted.get(ptr)
+        spans = self.taint_spans.get(ptr)
+        if taint is None or spans is None:
+            return taint
+        reach = view_of(tensor).byte_span()
+        return taint if any(spans_meet(span, reach) for span in spans) else None
+
+    def carry_taint(self, value: Any, taint: str) -> None:
+        """``value``'s storage now holds data tainted as ``taint`` (an operator moved it there)."""
+        for ptr in _storage_ptrs(value):
+            self.taint(ptr, taint)
+
+    def taint(self, ptr: int, label: str, span: tuple[int, int] | None = None) -> None:
+        """Storage ``ptr`` holds tainted data: in the byte ``span`` of it, or (None) anywhere."""
+        whole = ptr in self.tainted and ptr not in self.taint_spans
+        self.tainted[ptr] = label
+        if span is None or whole:
+            self.taint_spans.pop(ptr, None)
+        else:
+            self.taint_spans.setdefault(ptr, []).append(span)
+
+    def untaint(self, ptr: int) -> None:
+        self.tainted.pop(ptr, None)
+        self.taint_spans.pop(ptr, None)
+
     def poison(self, out: Any) -> None:
         """Fill memory fresh from ``torch.empty*`` in a recorded call (see ``UNINITIALISED_TORCH_OPS``).
 
@@ -492,7 +568,7 @@ class Recorder:
         values, so an unwritten element also differs between the two calls on the same inputs.
         Runs inside the dispatch mode, so the fill itself is not recorded as the candidate's.
         """
-        if not isinstance(out, torch.Tensor) or out.device.type == "meta" or out.numel() == 0:
+        if not isinstance(out, torch.Tensor) or out.device.type == "meta" or torch.Tensor.numel(out) == 0:
             return
         self.poisoned += 1
         high = self.poisoned % 2 == 1
@@ -511,7 +587,7 @@ class Recorder:
         """Drop the taint of storages an allocation just returned (new memory, maybe at an old address)."""
         for tensor in _tensors(out):
             if tensor.layout == torch.strided:  # sparse and other layouts have no single storage
-                self.tainted.pop(torch.Tensor.untyped_storage(tensor).data_ptr(), None)
+                self.untaint(torch.Tensor.untyped_storage(tensor).data_ptr())
 
     def record_write(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
         """Track data PyTorch moves during forward.
@@ -523,7 +599,9 @@ class Recorder:
         that holds a PyTorch copy of the inputs is not. One exception: a copy that rearranges or
         converts memory holding a verbatim piece of an input (``copied_input_piece``) is tainted,
         so a kernel that only copies its input cannot hand the task's data movement (a transpose,
-        a permute, a concatenation) to PyTorch. Partial fills are remembered in ``writes``.
+        a permute, a concatenation) to PyTorch. Fills are remembered in ``writes`` with the view
+        they filled, and a copy's taint with the bytes it wrote (``taint_spans``): what decides is
+        what lands on the output's own elements, not on the rest of its allocation.
         """
         name = op.partition(".")[2]
         if name not in DATA_TORCH_OPS and name not in FILL_TORCH_OPS:
@@ -537,22 +615,25 @@ class Recorder:
         if name in FILL_TORCH_OPS:
             for tensor in _tensors(targets):
                 storage = torch.Tensor.untyped_storage(tensor)
-                full = tensor.numel() * tensor.element_size() >= storage.nbytes()
-                self.writes.append((name, storage.data_ptr(), full))
+                full = torch.Tensor.numel(tensor) * torch.Tensor.element_size(tensor) >= storage.nbytes()
+                self.writes.append((name, storage.data_ptr(), view_of(tensor)))
                 if full:
-                    self.tainted.pop(storage.data_ptr(), None)
+                    self.untaint(storage.data_ptr())
             return
-        source_taint = "Python data" if name.startswith("lift_fresh") else None
-        for ptr in _storage_ptrs(sources):
-            if ptr in self.tainted:
-                source_taint = self.tainted[ptr]
+        source_taint = "Python data" if name.startswith("lift_fresh") and not _initial_value(out) else None
+        for tensor in _tensors(sources):
+            found = self.tensor_taint(tensor)
+            if found is not None:
+                source_taint = found
                 break
         if source_taint is None:
             source_taint = self._copied_input(name, sources, targets)
         if source_taint is None:
             return
-        for ptr in _storage_ptrs(targets):
-            self.tainted[ptr] = f"aten.{name} of {source_taint}"
+        for tensor in _tensors(targets):
+            if tensor.layout == torch.strided:
+                ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
+                self.taint(ptr, f"aten.{name} of {source_taint}", view_of(tensor).byte_span())
 
     def _copied_input(self, name: str, sources: list[Any], targets: Any) -> str | None:
         """Whether a copy that rearranges or converts reads memory holding a verbatim piece of an input.
@@ -591,8 +672,9 @@ class _CallStats:
         self.ops_before = ops_before
         self.launches = 0
         self.ops: Counter[str] = Counter()
-        self.writes: list[tuple[str, int, bool]] = []
+        self.writes: list[tuple[str, int, View]] = []
         self.tainted: dict[int, str] = {}
+        self.taint_spans: dict[int, list[tuple[int, int]]] = {}
         #: uint8 views of the call's dense inputs (for :func:`copied_input_piece` on the output)
         self.input_bytes: list[torch.Tensor] = []
 
@@ -611,6 +693,22 @@ FRESH_MEMORY_TORCH_OPS = frozenset(
 )
 
 
+def _initial_value(value: Any) -> bool:
+    """Whether ``value`` (what ``torch.tensor(data)`` made) holds one value an accumulator starts
+    from, in every element: 0, 1, an infinity or its dtype's extreme (``torch.tensor([0.0])``
+    before a kernel adds into it is a fill, not an answer computed in Python)."""
+    if not isinstance(value, torch.Tensor) or torch.Tensor.numel(value) == 0 or value.dtype == torch.bool:
+        return False
+    if value.dtype.is_complex:
+        return False
+    info = torch.finfo(value.dtype) if value.dtype.is_floating_point else torch.iinfo(value.dtype)
+    first = torch.Tensor.reshape(value, (-1,))[0]
+    if not bool(torch.all(torch.eq(value, first))):
+        return False
+    start = float(first)
+    return start in (0.0, 1.0, float("inf"), float("-inf"), float(info.min), float(info.max))
+
+
 def _storage_ptrs(value: Any) -> set[int]:
     return {torch.Tensor.untyped_storage(t).data_ptr() for t in _tensors(value)}
 
@@ -627,18 +725,50 @@ class _OpRecordingMode(TorchDispatchMode):
         self._recorder = recorder
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        # While this runs PyTorch has taken the mode off its stack: an operator called from here
+        # is seen by nobody. The garbage collector stays off meanwhile, so that no finaliser of
+        # the candidate's (a generator's ``finally``) runs here; nothing below calls a tensor
+        # method through the instance either (an instance attribute can hide one).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._dispatch(func, args, kwargs or {})
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _dispatch(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        recorder = self._recorder
         packet = getattr(func, "overloadpacket", None)
         name = getattr(packet, "__name__", None) or str(func).split(".")[1]
         namespace = getattr(func, "namespace", None) or str(func).split(".")[0]
-        kwargs = kwargs or {}
+        counted = recorder.counts()
+        moved = recorder.taint_of(args[0]) if counted and name in STORAGE_MOVING_TORCH_OPS and args else None
         out = func(*args, **kwargs)
-        if self._recorder.active():
+        if counted:
             op = f"{namespace}.{name}"
-            self._recorder.record_op(op)
+            recorder.ops[op] += 1
             if namespace == "aten":
                 if name in UNINITIALISED_TORCH_OPS or name in FRESH_MEMORY_TORCH_OPS:
-                    self._recorder.forget(out)  # the allocator may hand back a tainted address
+                    recorder.forget(out)  # the allocator may hand back a tainted address
                 if name in UNINITIALISED_TORCH_OPS:
-                    self._recorder.poison(out)
-                self._recorder.record_write(op, args, kwargs, out)
+                    recorder.poison(out)
+                recorder.record_write(op, args, kwargs, out)
+                if moved is not None:
+                    recorder.carry_taint(args[0], moved)  # resize_ copied the bytes to new memory
         return out
+
+
+#: the harness's own PyTorch modes (the device redirect of the inputs): frames that only pass an
+#: operator on, between it and the code that called it
+_MODE_HANDLERS = frozenset({"__torch_function__", "__torch_dispatch__"})
+#: the frames of the operator handler itself, between an operator and the code that called it
+_HANDLER_CODES = frozenset(
+    function.__code__
+    for function in (
+        _OpRecordingMode.__torch_dispatch__,
+        _OpRecordingMode._dispatch,
+        Recorder.counts,
+        Recorder._called_by_candidate,
+    )
+)

@@ -145,6 +145,16 @@ FORBIDDEN_ATTR_NAMES: frozenset[str] = frozenset(
 )
 
 #: Dotted paths (prefixes) that are refused even though their root is an allowed import.
+#: ``functools.update_wrapper(sink, obj, assigned=(name,))`` reads any attribute of ``obj`` by a
+#: name given as data (a computed getattr run from the standard library, where the guard sees no
+#: candidate frame): refused by name, and ``functools.wraps`` only as a plain decorator.
+UPDATE_WRAPPER_REFUSED = "it copies attributes named as data (dynamic attribute access); use @functools.wraps(fn)"
+WRAPS_PATH = "functools.wraps"
+WRAPS_RULE = (
+    "`functools.wraps` is allowed only as a decorator with the wrapped function alone, `@functools.wraps(fn)`: "
+    "its `assigned=` / `updated=` copy attributes named as data (dynamic attribute access)"
+)
+
 FORBIDDEN_PATHS: dict[str, str] = {
     "torch.compile": "torch.compile hands the work to Inductor instead of your Triton kernel",
     "torch.compiler": "torch.compiler hands the work to Inductor instead of your Triton kernel",
@@ -207,6 +217,7 @@ FORBIDDEN_PATHS: dict[str, str] = {
     "torch.futures": "asynchronous work is not allowed",
     "typing.get_type_hints": "evaluating annotations runs code the checker cannot see",
     "typing_extensions.get_type_hints": "evaluating annotations runs code the checker cannot see",
+    "functools.update_wrapper": UPDATE_WRAPPER_REFUSED,
     "functools.singledispatch": "singledispatch evaluates annotations",
     "functools.singledispatchmethod": "singledispatch evaluates annotations",
     "torch.autograd.profiler": "profiling is the harness's job",
@@ -217,6 +228,9 @@ FORBIDDEN_PATHS: dict[str, str] = {
     "triton.runtime.cache": "triton.runtime internals are not allowed",
     "triton.runtime.errors": "triton.runtime internals are not allowed",
     "triton.compiler": "calling the Triton compiler directly is not allowed",
+    "triton.compile": "calling the Triton compiler directly is not allowed",  # triton.compiler's, re-exported
+    "triton.runtime.RemoteCacheBackend": "triton.runtime internals are not allowed",  # triton.runtime.cache's
+    "triton.runtime.RedisRemoteCacheBackend": "triton.runtime internals are not allowed",
     "triton.testing": "the benchmarking helpers (and their timers) are not yours to call or change",
     "triton.backends": "triton backend internals are not allowed",
     "triton.tools": "triton tools are not allowed",
@@ -322,6 +336,9 @@ SAFE_DUNDER_NAMES: frozenset[str] = frozenset(
 #: Dunder names a candidate may assign (module metadata); ``__name__`` never (``__main__`` blocks
 #: are skipped by the checker because they never run).
 ASSIGNABLE_DUNDER_NAMES: frozenset[str] = frozenset({"__all__", "__version__", "__author__", "__license__"})
+#: Dunder names a class body may assign (``__slots__ = ("a", "b")``, PyTorch's ``__constants__``):
+#: plain class metadata, nothing reached through them.
+CLASS_BODY_DUNDER_NAMES: frozenset[str] = frozenset({"__slots__", "__constants__"})
 
 #: Dunder attribute names that may be read (everything else ``__x__`` is refused).
 SAFE_DUNDER_ATTRS: frozenset[str] = frozenset(
@@ -443,6 +460,7 @@ def base_class_problem(path: str | None) -> str | None:
 
 #: Non-dunder attribute names that give access to frames, code objects or raw memory.
 FORBIDDEN_ATTRS: dict[str, str] = {
+    "update_wrapper": UPDATE_WRAPPER_REFUSED,
     "f_globals": "frame introspection is not allowed",
     "f_locals": "frame introspection is not allowed",
     "f_back": "frame introspection is not allowed",

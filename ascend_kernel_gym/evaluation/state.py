@@ -17,7 +17,7 @@ from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.recorder import Recorder
 from ascend_kernel_gym.evaluation.result import EvalResult, Stage, bound_result
 from ascend_kernel_gym.evaluation.snapshot import LibrarySnapshot
-from ascend_kernel_gym.evaluation.wire import ZygoteLink, encode_result, write_all
+from ascend_kernel_gym.evaluation.wire import OUTPUT_FILENAME, ZygoteLink, encode_result, write_all
 
 MAX_MESSAGE_CHARS = 4000
 
@@ -119,7 +119,7 @@ def _read_output(sandbox: str, cap: int) -> str:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    path = os.path.join(sandbox, "output.txt")
+    path = os.path.join(sandbox, OUTPUT_FILENAME)
     try:
         with open(path, "rb") as handle:
             handle.seek(0, os.SEEK_END)

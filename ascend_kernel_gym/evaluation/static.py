@@ -130,6 +130,23 @@ class _Checker(ast.NodeVisitor):
         #: ``a.b.c...`` of n attributes costs n² (each inner node resolves the chain below it).
         self._resolved: dict[int, str | None] = {}
         self._warned: set[str] = set()
+        #: names a class body assigns that it may (``__slots__``, ``__constants__``), by ``id``
+        self._class_metadata: set[int] = {
+            id(target)
+            for node in self._nodes
+            if isinstance(node, ast.ClassDef)
+            for stmt in node.body
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign))
+            for target in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])
+            if isinstance(target, ast.Name) and target.id in rules.CLASS_BODY_DUNDER_NAMES
+        }
+        #: the decorator expressions (``id``): ``functools.wraps(fn)`` may stand only there
+        self._decorators: set[int] = {
+            id(decorator)
+            for node in self._nodes
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            for decorator in node.decorator_list
+        }
         self._warnings_cut = 0
         #: names the code mentions anywhere but in the imports that bind them (see ``names_in_use``)
         self._names_in_use = names_in_use(tree)
@@ -376,6 +393,8 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
+        if id(node) in self._class_metadata:
+            return
         is_dunder = node.id.startswith("__") and node.id.endswith("__")
         if is_dunder and isinstance(node.ctx, (ast.Store, ast.Del)) and node.id not in rules.ASSIGNABLE_DUNDER_NAMES:
             self.fail(node, f"assigning to `{node.id}` is forbidden")
@@ -384,6 +403,8 @@ class _Checker(ast.NodeVisitor):
             self.fail(node, f"the name `{node.id}` is forbidden (dunder names reach interpreter internals)")
             return
         path = self.resolve(node)
+        if path == rules.WRAPS_PATH and not getattr(node, "_akg_called", False):
+            self.fail(node, rules.WRAPS_RULE)
         if path and path.startswith("builtins."):
             name = path.split(".", 1)[1]
             if name in rules.FORBIDDEN_BUILTINS:
@@ -467,6 +488,8 @@ class _Checker(ast.NodeVisitor):
         path = self.resolve(node)
         if path is not None and not inner:
             self.check_path(node, path)
+            if path == rules.WRAPS_PATH and not getattr(node, "_akg_called", False):
+                self.fail(node, rules.WRAPS_RULE)
             if isinstance(node.ctx, (ast.Store, ast.Del)) and len(self.report.violations) == before:
                 self.fail(node, f"assigning to `{path}` is forbidden (monkeypatching libraries is not allowed)")
             elif isinstance(node.ctx, ast.Load) and not path.startswith("builtins.") and self._escapes_to(node):
@@ -518,8 +541,14 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func_path = self.resolve(node.func)
-        if isinstance(node.func, ast.Name):
+        if isinstance(node.func, (ast.Name, ast.Attribute)):
             node.func._akg_called = True  # type: ignore[attr-defined]
+        if func_path == rules.WRAPS_PATH or (
+            func_path is None and isinstance(node.func, ast.Attribute) and node.func.attr == "wraps"
+        ):
+            plain = len(node.args) == 1 and not node.keywords and not isinstance(node.args[0], ast.Starred)
+            if not plain or id(node) not in self._decorators:
+                self.fail(node, rules.WRAPS_RULE)
         if func_path in ("builtins.getattr", "builtins.setattr", "builtins.hasattr"):
             name = func_path.split(".")[1]
             if len(node.args) < 2 or not (

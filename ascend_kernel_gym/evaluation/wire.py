@@ -45,6 +45,8 @@ TIMED = b"E"
 END_OF_JOB = HEADER.pack(0)
 #: the most evaluations one judging reference child serves before the zygote replaces it
 JUDGE_MAX_JOBS = 64
+#: the file in a child's sandbox that its stdout and stderr go to (the zygote opens it before the fork)
+OUTPUT_FILENAME = "output.txt"
 RESULT = b"M"
 PLAN = b"P"
 TRIAL = b"T"

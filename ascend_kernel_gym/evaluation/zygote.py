@@ -50,6 +50,7 @@ from ascend_kernel_gym.evaluation.wire import (
     JUDGE_MAX_JOBS,
     JUDGE_MODES,
     LEASE_EXTRA_MAX_S,
+    OUTPUT_FILENAME,
     PROBE,
     QUIET_MAX_S,
     WATCHDOG_FLOOR_S,
@@ -282,11 +283,15 @@ class Zygote:
         (on a device the next timing waits for every spare's context).
         """
         sandbox = tempfile.mkdtemp(prefix="akg-sandbox-", dir=self.root)
+        output_fd = -1
+        if not reference:  # its printed output is shown in failed results
+            flags = os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            output_fd = os.open(os.path.join(sandbox, OUTPUT_FILENAME), flags, 0o600)
         job_read, job_write = os.pipe()
         result_read, result_write = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: keeps only its own two pipe ends
-            for fd in (0, 1, self.proto_in, self.proto_out, job_write, result_read, *self.harness_fds):
+            for fd in (0, 1, self.proto_in, self.proto_out, job_write, result_read, output_fd, *self.harness_fds):
                 try:
                     os.close(fd)
                 except OSError:
@@ -312,8 +317,8 @@ class Zygote:
             os.setpgid(pid, pid)
         except OSError:
             pass
-        self.harness_fds |= {job_write, result_read}
-        return Child(pid, job_write, result_read, sandbox, reference=reference)
+        self.harness_fds |= {job_write, result_read} | ({output_fd} if output_fd >= 0 else set())
+        return Child(pid, job_write, result_read, sandbox, reference=reference, output_fd=output_fd)
 
     def _take_spare(self, reference: bool = False) -> Child | None:
         """A spare forked for the role (``reference`` or the candidate's) that is still alive."""
@@ -354,6 +359,11 @@ class Zygote:
             self._kill(child.pid)
             self.exiting.append(child.pid)
         self._release_pipes(child)
+        self._remove_sandbox(child)
+
+    def _remove_sandbox(self, child: Child) -> None:
+        self._close_fd(child.output_fd)
+        child.output_fd = -1
         shutil.rmtree(child.sandbox, ignore_errors=True)
 
     def _release_pipes(self, child: Child) -> None:
@@ -455,10 +465,10 @@ class Zygote:
         self._release_pipes(child)
         output_tail = ""
         if reply is None or run.failure is not None or run.reason == "timeout":
-            output_tail = self._output_tail(child.sandbox, job.output_cap)
+            output_tail = _output_tail(child.output_fd, job.output_cap)
         if reply is not None and (run.failure is not None or run.reason == "timeout"):
             reply["output_tail"] = output_tail
-        shutil.rmtree(child.sandbox, ignore_errors=True)
+        self._remove_sandbox(child)
         return {
             "result": reply,
             "status": run.status,
@@ -530,7 +540,7 @@ class Zygote:
         if reference.status is None:
             self._retire(child.pid)
         self._release_pipes(child)
-        shutil.rmtree(child.sandbox, ignore_errors=True)
+        self._remove_sandbox(child)
         if isinstance(judge, RemoteJudge):
             self.start_spare()
 
@@ -800,20 +810,20 @@ class Zygote:
         except OSError:
             pass
 
-    @staticmethod
-    def _output_tail(sandbox: str, cap: int) -> str:
-        path = os.path.join(sandbox, "output.txt")
-        try:
-            with open(path, "rb") as handle:
-                handle.seek(0, os.SEEK_END)
-                size = handle.tell()
-                handle.seek(max(0, size - cap))
-                return handle.read(cap).decode("utf-8", errors="replace")
-        except OSError:
-            return ""
-
     proto_in = -1
     proto_out = -1
+
+
+def _output_tail(fd: int, cap: int) -> str:
+    """The last ``cap`` bytes a child printed, read through the descriptor the zygote opened on its
+    ``output.txt`` before the fork (whatever the candidate put at that path since)."""
+    if fd < 0:
+        return ""
+    try:
+        size = os.fstat(fd).st_size
+        return os.pread(fd, cap, max(0, size - cap)).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def main() -> None:

@@ -25,14 +25,15 @@ from ascend_kernel_gym.evaluation.process import ChildSetup, prepare
 from ascend_kernel_gym.evaluation.static import StaticReport
 
 REDTEAM = Path(__file__).parent / "redteam"
-#: red-team files whose attack only the OS sandbox stops once the Python layers are defeated
-OS_ATTACKS = (
-    "os_read_formatwarning.py",
-    "os_write_torch_save.py",
-    "os_connect_loopback.py",
-    "os_exec_and_write_guard_off.py",
-)
-SENTINELS = ("/tmp/akg_redteam_pwned_os_save", "/tmp/akg_redteam_pwned_os_exec", "/tmp/akg_redteam_pwned_os_open")
+#: red-team files whose attack only the OS sandbox stops once the static stage is defeated (the
+#: audit guard allows reads and cannot see PyTorch's C++ file writer)
+OS_ATTACKS = ("os_read_formatwarning.py", "os_write_torch_save.py")
+#: red-team files that try to switch the audit guard off first (through the closure of the
+#: ``__import__`` it installed, which held the guard until 2026-12-05): the guard holds, with or
+#: without the OS sandbox (tests/evaluation/test_os_sandbox.py attacks the OS layers alone)
+GUARD_ATTACKS = ("os_connect_loopback.py", "os_exec_and_write_guard_off.py")
+SENTINELS = ("/tmp/akg_redteam_pwned_os_save",)
+GUARD_SENTINELS = ("/tmp/akg_redteam_pwned_os_exec", "/tmp/akg_redteam_pwned_os_open")
 
 
 def need_every_layer() -> None:
@@ -259,7 +260,7 @@ def _attack(name: str, port: int) -> str:
 
 def _run_attacks(tmp_path: Path, relu_task, relu_solution, os_sandbox: bool) -> dict[str, Any]:
     """Evaluate the OS attacks with the static stage waved through; what got out, seen from here."""
-    for path in SENTINELS:
+    for path in (*SENTINELS, *GUARD_SENTINELS):
         if os.path.exists(path):
             os.remove(path)
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -273,7 +274,7 @@ def _run_attacks(tmp_path: Path, relu_task, relu_solution, os_sandbox: bool) -> 
     try:
         requests = [
             EvalRequest(task=relu_task, code=_attack(name, port), num_trials=1, measure_performance=False, seed=3)
-            for name in OS_ATTACKS
+            for name in (*OS_ATTACKS, *GUARD_ATTACKS)
         ]
         requests.append(EvalRequest(task=relu_task, code=relu_solution, num_trials=1, seed=3))
         results = ev.evaluate_many(requests)
@@ -290,11 +291,11 @@ def _run_attacks(tmp_path: Path, relu_task, relu_solution, os_sandbox: bool) -> 
         received.append(conn.recv(64))
         conn.close()
     listener.close()
-    written = [path for path in SENTINELS if os.path.exists(path)]
+    written = [path for path in (*SENTINELS, *GUARD_SENTINELS) if os.path.exists(path)]
     for path in written:
         os.remove(path)
     return {
-        "results": dict(zip([*OS_ATTACKS, "honest"], results)),
+        "results": dict(zip([*OS_ATTACKS, *GUARD_ATTACKS, "honest"], results)),
         "received": received,
         "written": written,
         "info": info,
@@ -316,8 +317,10 @@ def test_the_os_sandbox_holds_when_the_python_layers_are_defeated(
     assert seen["written"] == [] and seen["received"] == []
     for name in OS_ATTACKS:
         result = results[name]
-        # The OS refused: the candidate's own call failed (the guard, switched off, refused nothing).
+        # The OS refused: the candidate's own call failed (the guard let it through).
         assert result.error_type.value == "runtime_error" and not result.correct, (name, result.error_message)
+    for name in GUARD_ATTACKS:
+        assert results[name].error_type.value == "sandbox_violation", (name, results[name].error_message)
     assert "could not be read" in results["os_read_formatwarning.py"].error_message
     honest = results["honest"]
     assert honest.ok, honest.error_message
@@ -330,10 +333,14 @@ def test_the_os_sandbox_holds_when_the_python_layers_are_defeated(
 def test_without_the_os_sandbox_the_same_attacks_get_out(
     static_stage_defeated, tmp_path: Path, relu_task, relu_solution
 ) -> None:
-    """The control: these files really attack (so the test above is not vacuous)."""
+    """The control: the OS attacks really get out without the OS sandbox (so the test above is not
+    vacuous), and the attacks on the guard fail there too."""
     seen = _run_attacks(tmp_path, relu_task, relu_solution, os_sandbox=False)
     assert sorted(seen["written"]) == sorted(SENTINELS)
-    assert seen["received"] and set(seen["received"]) == {b"pwned"}  # one connection per call of forward
     for name in OS_ATTACKS:
         assert seen["results"][name].correct, (name, seen["results"][name].error_message)
+    # the candidate cannot switch the audit guard off: without the OS sandbox it still refuses
+    assert seen["received"] == []
+    for name in GUARD_ATTACKS:
+        assert seen["results"][name].error_type.value == "sandbox_violation", name
     assert seen["info"]["os_sandbox"] is None

@@ -295,7 +295,9 @@ def test_a_huge_exception_text_is_cut(redteam_results) -> None:
 
 
 #: red-team files that read a file outside the scratch directory; the OS sandbox is what stops them
-OS_READS = ("os_read_tokenize_open.py", "os_read_importlib_resources.py", "os_read_formatwarning.py")
+#: reads the audit guard lets through once the static stage is defeated (os_read_importlib_resources.py
+#: is refused by the guard first: files() makes importlib run module code for the candidate)
+OS_READS = ("os_read_tokenize_open.py", "os_read_formatwarning.py")
 
 
 def _evaluate_reads(tmp_path: Path, relu_task, relu_solution, os_sandbox: bool) -> dict[str, Any]:

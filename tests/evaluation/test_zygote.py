@@ -570,3 +570,35 @@ def test_a_judge_whose_job_ended_before_its_plan_is_replaced(monkeypatch, tmp_pa
         after = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# 2\n", seed=3))
         assert after.ok, after.error_message
         assert len(before & set(_running_children(zygote, settle_to=2))) <= 1
+
+
+def test_a_childs_printed_output_is_read_through_the_zygotes_own_descriptor(tmp_path) -> None:
+    """A child whose code got past every Python layer can put a link (or a FIFO) at its output.txt;
+    the zygote reads the output it shows in failed results through the descriptor it opened before
+    the fork, so it never follows the link out of the sandbox (issue 21's hidden file reads)."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-OUTSIDE-THE-SANDBOX\n")
+    (tmp_path / "root").mkdir()
+    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path / "root")})
+    first = zygote._fork_child()
+    second = zygote._fork_child()
+    try:
+        output = Path(first.sandbox) / "output.txt"
+        with open(output, "a") as handle:
+            handle.write("printed before the swap\n")
+        assert zygote_module._output_tail(first.output_fd, 4096) == "printed before the swap\n"
+        output.unlink()
+        output.symlink_to(secret)
+        assert "SECRET" not in zygote_module._output_tail(first.output_fd, 4096)
+        output.unlink()
+        os.mkfifo(output)  # opened by path, a FIFO with no writer would block the zygote
+        assert zygote_module._output_tail(first.output_fd, 4096) == "printed before the swap\n"
+        assert zygote_module._output_tail(first.output_fd, 8) == "he swap\n"
+        # the next child does not inherit the first one's descriptor
+        held = {os.path.realpath(f"/proc/{second.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{second.pid}/fd")}
+        assert not any(path.startswith(first.sandbox) for path in held)
+    finally:
+        for child in (first, second):
+            zygote._discard(child)
+        zygote._reap(block=True)
+    assert first.output_fd == -1 and not os.path.exists(first.sandbox)

@@ -8,6 +8,11 @@ modules it needs are injected as globals, as if it had smuggled them in.
 from __future__ import annotations
 
 import _posixsubprocess
+import builtins
+import collections
+import dataclasses
+import functools
+import importlib
 import json
 import os
 import socket
@@ -15,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import types
 
 from ascend_kernel_gym.evaluation.guard import SandboxGuard
 
@@ -36,6 +42,34 @@ SCENARIOS = {
     "import_forbidden": "import json",
     "ctypes": "import ctypes",
     "harness_thread": None,  # the harness itself (not the candidate) starts a thread: allowed
+    "symlink_inside": "os.symlink('a', SANDBOX + '/b')",
+    "symlink_to_outside": "os.symlink('/etc/hostname', SANDBOX + '/out')",  # the zygote must never follow it
+    "symlink_relative_out": "os.symlink('../../../etc/hostname', SANDBOX + '/out')",
+    # functools reads the attribute by a name given as data: no candidate frame at the read itself
+    "frame_through_update_wrapper": (
+        "class Sink:\n"
+        "    def __setattr__(self, name, value): Sink.got = value\n"
+        "def gen():\n    yield 1\n"
+        "FUNCTOOLS.update_wrapper(Sink(), gen(), assigned=('gi_' + 'frame',), updated=())"
+    ),
+    # the bookkeeping helpers still may: @dataclass reads __code__ (inspect.signature), namedtuple a frame
+    "dataclass_and_namedtuple": (
+        "@DATACLASSES.dataclass\nclass C:\n    x: int = 1\nC()\nCOLLECTIONS.namedtuple('P', 'a b')(1, 2)"
+    ),
+    # an import the candidate has importlib make for it is its own import (of a module not loaded yet)
+    "import_through_importlib": "IMPORTLIB.import_module('colorsys')",
+    # the replaced functions' closures hold nothing that switches the guard off
+    "guard_off_through_closures": (
+        "for f in (BUILTINS.__import__, THREADING._start_new_thread, POSIXSUBPROCESS.fork_exec):\n"
+        "    for cell in f.__closure__ or ():\n"
+        "        value = cell.cell_contents\n"
+        "        for name in ('active', '_busy', 'candidate_file'):\n"
+        "            try:\n"
+        "                setattr(value, name, name == '_busy')\n"
+        "            except AttributeError:\n"
+        "                pass  # the configuration is a named tuple\n"
+        "socket.socket()"
+    ),
 }
 #: On device backends Triton's own code starts compilers (ptxas, cc) through subprocess, which
 #: spawns with os.posix_spawn; the same call made by the candidate stays refused.
@@ -95,8 +129,15 @@ def run(name: str, code: str | None, backend: str = "interpreter") -> str:
                 "SANDBOX": sandbox,
                 "LIBRARY": fake_compiler,
                 "POSIXSUBPROCESS": _posixsubprocess,
+                "BUILTINS": builtins,
+                "IMPORTLIB": importlib,
+                "THREADING": threading,
+                "FUNCTOOLS": functools,
+                "DATACLASSES": dataclasses,
+                "COLLECTIONS": collections,
                 "__name__": "akg_candidate",
             }
+            sys.modules["akg_candidate"] = types.ModuleType("akg_candidate")  # dataclasses looks its module up
             exec(compile(code.format(pid=os.getpid()), candidate, "exec"), namespace)
         os.write(write_fd, b"allowed")
         os._exit(0)

@@ -1,11 +1,12 @@
 # ruff: noqa
-# expected: forbidden
-# Issue 21: a candidate that got past the static stage switches the audit guard off (the guard
-# instance sits in the closure of the `__import__` it installed), imports socket and connects to
-# 127.0.0.1:PORT. The OS sandbox's network namespace has no interface up and Landlock refuses
-# TCP connect: the connection must fail. tests/evaluation/test_isolation.py runs this file with
-# the static stage defeated and a listener on PORT (it rewrites the number); a connection made
-# counts as the cheat working (a correct answer).
+# expected: forbidden|sandbox_violation
+# Issue 21: a candidate that got past the static stage tries to switch the audit guard off (until
+# 2026-12-05 the guard instance sat in the closure of the `__import__` it installed; now those
+# closures hold only immutable configuration), imports socket and connects to 127.0.0.1:PORT.
+# The guard refuses the socket; below it, the OS sandbox's network namespace has no interface up
+# and Landlock refuses TCP connect (tests/evaluation/test_os_sandbox.py attacks that layer alone).
+# tests/evaluation/test_os_sandbox_evaluator.py runs this file with the static stage defeated and
+# a listener on PORT (it rewrites the number); a connection made counts as the cheat working.
 import torch
 import torch.nn as nn
 import triton

@@ -1,12 +1,14 @@
 # ruff: noqa
-# expected: forbidden
+# expected: forbidden|sandbox_violation
 # canary: /tmp/akg_redteam_pwned_os_open
-# Issue 21: a candidate that got past the static stage switches the audit guard off (the guard
-# instance sits in the closure of the `__import__` it installed), then runs a shell that creates
+# Issue 21: a candidate that got past the static stage tries to switch the audit guard off (until
+# 2026-12-05 the guard instance sat in the closure of the `__import__` it installed; now those
+# closures hold only immutable configuration), then runs a shell that would create
 # /tmp/akg_redteam_pwned_os_exec and opens /tmp/akg_redteam_pwned_os_open for writing itself.
-# The OS sandbox refuses both: no execve on the interpreter (seccomp, Landlock, a noexec
-# scratch), a read-only root and Landlock for the write. tests/evaluation/test_isolation.py runs
-# this file with the static stage defeated; both files written count as the cheat working.
+# The guard refuses both; below it the OS sandbox would too (no execve on the interpreter:
+# seccomp, Landlock, a noexec scratch; a read-only root and Landlock for the write).
+# tests/evaluation/test_os_sandbox_evaluator.py runs this file with the static stage defeated;
+# either file written counts as the cheat working.
 import torch
 import torch.nn as nn
 import triton

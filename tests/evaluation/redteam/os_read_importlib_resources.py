@@ -1,10 +1,13 @@
 # ruff: noqa
-# expected: runtime_error|forbidden
+# expected: runtime_error|forbidden|sandbox_violation
 # Issue 21, point 5: importlib.resources hands out a path object of a package that joins with an
-# absolute path: files("torch") / "/etc/passwd" is /etc/passwd. The static stage refuses the
-# import; with it defeated and the audit guard switched off (as os_exec_and_write_guard_off.py
-# does) only the OS sandbox keeps the file out of reach (a line read: the
-# candidate answers correctly; nothing read: it fails loudly).
+# absolute path: files("torch") / "/etc/passwd" is /etc/passwd. The static stage refuses reaching
+# it; with that stage defeated the module is taken from sys.modules (no import statement for the
+# audit guard to refuse), but files() has importlib run module code on the candidate's behalf,
+# which the guard refuses (sandbox_violation); the OS sandbox would keep the file out of reach
+# anyway (a line read: the candidate answers correctly; nothing read: it fails loudly).
+import warnings
+
 import torch
 import torch.nn as nn
 import triton
@@ -19,21 +22,13 @@ def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.maximum(x, 0.0), mask=mask)
 
 
-def _switch_off_guard():
-    table = __builtins__ if isinstance(__builtins__, dict) else vars(__builtins__)
-    for cell in table["__import__"].__closure__ or ():
-        held = cell.cell_contents
-        if hasattr(held, "active") and hasattr(held, "on_violation"):
-            held.active = False
 
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        _switch_off_guard()
-        import importlib.resources
-
+        resources = warnings.sys.modules["importlib.resources"]
         where = "/".join(["", "etc", "passwd"])
-        text = (importlib.resources.files("torch") / where).read_text()
+        text = (resources.files("torch") / where).read_text()
         if "root:" not in text:
             raise RuntimeError("the file outside the sandbox could not be read")
         out = torch.empty_like(x)

@@ -1,10 +1,12 @@
 # ruff: noqa
 # expected: runtime_error|forbidden
 # Issue 21, point 5: tokenize.open (what linecache uses) reads any path. The static stage refuses
-# the import; with it defeated (tests/evaluation/test_redteam.py runs this file so) and the audit
-# guard switched off (as os_exec_and_write_guard_off.py does), only the OS sandbox keeps
-# /etc/passwd out of reach. A line read counts as the cheat working: the candidate
-# then answers correctly; nothing read: it fails loudly.
+# reaching it; with that stage defeated (tests/evaluation/test_redteam.py runs this file so) the
+# module is taken from sys.modules (no import, which the audit guard would refuse) and the guard
+# allows reads: only the OS sandbox keeps /etc/passwd out of reach. A line read counts as the
+# cheat working: the candidate then answers correctly; nothing read: it fails loudly.
+import warnings
+
 import torch
 import torch.nn as nn
 import triton
@@ -19,19 +21,11 @@ def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.maximum(x, 0.0), mask=mask)
 
 
-def _switch_off_guard():
-    table = __builtins__ if isinstance(__builtins__, dict) else vars(__builtins__)
-    for cell in table["__import__"].__closure__ or ():
-        held = cell.cell_contents
-        if hasattr(held, "active") and hasattr(held, "on_violation"):
-            held.active = False
 
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        _switch_off_guard()
-        import tokenize
-
+        tokenize = warnings.sys.modules["tokenize"]
         where = "/".join(["", "etc", "passwd"])
         with tokenize.open(where) as handle:
             text = handle.read()
