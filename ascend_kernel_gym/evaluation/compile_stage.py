@@ -170,7 +170,9 @@ def _import_candidate(code: str, filename: str) -> types.ModuleType:
     module.__file__ = filename
     sys.modules[CANDIDATE_MODULE] = module
     try:
-        compiled = compile(code, filename, "exec")
+        # dont_inherit: this module's `from __future__ import annotations` must not turn the
+        # candidate's annotations into strings that some library evaluates later, unchecked
+        compiled = compile(code, filename, "exec", dont_inherit=True)
         exec(compiled, module.__dict__)
     except BaseException as exc:  # noqa: BLE001 - candidate code
         failure = candidate_failure(exc, "importing your code failed: ", filename)

@@ -16,12 +16,16 @@ Policy (the static stage already refuses the obvious spellings; this is the seco
 - introspection: ``sys._getframe``, reading ``tb_frame`` / ``gi_frame`` / ``f_code`` / ``__code__``,
   ``exec`` / ``compile`` and attribute writes on library classes are refused when the candidate
   asks for them, itself or through a standard-library function (``functools.update_wrapper``
-  reads any attribute it is given by name): only the few modules that use them for their own
-  bookkeeping (``collections.namedtuple``, ``typing``, ``enum``, ``dataclasses``, see
-  :data:`FRAME_HELPERS`) may, and Triton's or PyTorch's own code; ``gc.get_objects`` /
-  ``get_referrers``, ``sys._current_frames``, ``sys.settrace`` / ``setprofile`` and ``ctypes``
-  are refused when the nearest frame outside the standard library is the candidate's. Without
-  frames, the harness's own objects (its result, its recorder, this guard) stay out of reach;
+  reads any attribute it is given by name; ``typing_extensions`` counts as standard library):
+  only the few modules that use them for their own bookkeeping may (frame reads:
+  ``collections.namedtuple``, ``typing``, ``enum``, ``dataclasses``, see :data:`FRAME_HELPERS`;
+  code: the methods ``dataclasses`` and ``namedtuple`` write, :data:`CODEGEN_HELPERS`), and
+  Triton's or PyTorch's own code. Code that ``exec`` / ``eval`` made (``<string>``) and that asks
+  for any of these while the candidate's code is on the stack is the candidate's (a string it had
+  a library evaluate). ``gc.get_objects`` / ``get_referrers``, ``sys._current_frames``,
+  ``sys.settrace`` / ``setprofile`` and ``ctypes`` are refused when the nearest frame outside the
+  standard library is the candidate's. Without frames, the harness's own objects (its result, its
+  recorder, this guard) stay out of reach;
 - limits: ``resource.setrlimit`` / ``prlimit`` are refused;
 - imports: the candidate's ``import`` statements (also of modules already loaded) and the imports
   it has the standard library make for it (``importlib.import_module``) must be on the allow-list
@@ -39,14 +43,11 @@ on: a candidate that got hold of one of them (through ``__closure__``) finds not
 
 from __future__ import annotations
 
-import collections
-import dataclasses
-import enum
 import functools
+import importlib
 import os
 import sys
 import sysconfig
-import typing
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -134,11 +135,31 @@ _WATCHED = frozenset(
 _WATCHED_PREFIXES = ("socket.", "ctypes.")
 #: The audit event a replaced library function raises to have the hook refuse (its only argument: the message).
 REFUSE_EVENT = "akg.guard.refuse"
-#: Standard-library modules that read frames or run ``exec`` on their caller's behalf for their own
-#: bookkeeping (a class's module name, generated ``__init__`` methods) and hand nothing of it back.
-FRAME_HELPERS: tuple[str, ...] = tuple(
-    os.path.realpath(module.__file__) for module in (collections, typing, enum, dataclasses) if module.__file__
-)
+
+
+def _module_files(*names: str) -> tuple[str, ...]:
+    files = []
+    for name in names:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:  # typing_extensions is torch's dependency, but not Python's
+            continue
+        if getattr(module, "__file__", None):
+            files.append(os.path.realpath(module.__file__))
+    return tuple(files)
+
+
+#: Pure-Python modules outside the standard library that the guard treats as standard library:
+#: code that acts for whoever calls it (typing_extensions evaluates annotations it is given).
+STDLIB_LIKE: tuple[str, ...] = _module_files("typing_extensions")
+#: Standard-library modules that read frames on their caller's behalf for their own bookkeeping (a
+#: class's module name) and hand nothing of it back.
+FRAME_HELPERS: tuple[str, ...] = _module_files("collections", "typing", "typing_extensions", "enum", "dataclasses")
+#: Standard-library modules that compile code of their own making for their caller (the methods of
+#: a dataclass or a namedtuple); typing is not one: it evaluates annotation strings it is handed.
+CODEGEN_HELPERS: tuple[str, ...] = _module_files("collections", "dataclasses")
+#: events that make code from source or code objects, and the frame reads
+_CODE_EVENTS = frozenset({"exec", "compile", "code.__new__", "function.__new__"})
 
 
 def _stdlib_dirs() -> tuple[str, ...]:
@@ -169,7 +190,7 @@ def _kind(config: _Config, filename: str) -> str:
     real = os.path.realpath(filename)
     if real == config.own_file:
         return "guard"
-    if real.startswith(config.stdlib_dirs) and "site-packages" not in real:
+    if (real.startswith(config.stdlib_dirs) and "site-packages" not in real) or real in STDLIB_LIKE:
         return "stdlib"
     if real.startswith(config.library_dirs):
         return "library"
@@ -196,21 +217,27 @@ def _candidate_on_stack(config: _Config, start: Any) -> bool:
     return any(frame.f_code.co_filename == config.candidate_file for frame in _frames(start))
 
 
-def _asked_by_candidate(config: _Config, start: Any, importing: bool = False) -> bool:
+def _asked_by_candidate(
+    config: _Config, start: Any, importing: bool = False, helpers: tuple[str, ...] = FRAME_HELPERS
+) -> bool:
     """Whether the code that raised an event is the candidate's, or standard-library code (or code
-    exec made) that the candidate called, unless a :data:`FRAME_HELPERS` module is on the way (it
-    does its own bookkeeping: ``@dataclass`` reads ``__code__`` through ``inspect.signature``).
-    ``importing``: a module's own top-level code (its fixed imports, run when the candidate first
-    imports it) is not the candidate asking either; ``importlib.import_module`` on its behalf is."""
+    exec made) that the candidate called, unless one of ``helpers`` is on the way (it does its own
+    bookkeeping: ``@dataclass`` reads ``__code__`` through ``inspect.signature``). Code exec made
+    that raises the event itself, while the candidate's code is on the stack, is the candidate's:
+    it may be a string the candidate had a library evaluate. ``importing``: a module's own
+    top-level code (its fixed imports, run when the candidate first imports it) is not the
+    candidate asking; ``importlib.import_module`` on its behalf is."""
     kind, frame = _nearest(config, start, ("guard", "frozen"))
     if kind == "candidate":
         return True
-    if kind not in ("stdlib", "generated"):
+    if kind == "generated":
+        return _candidate_on_stack(config, frame)
+    if kind != "stdlib":
         return False
     for outer in _frames(frame):
         filename = outer.f_code.co_filename
         kind = _kind(config, filename)
-        if kind == "stdlib" and (_is_frame_helper(filename) or (importing and outer.f_code.co_name == "<module>")):
+        if kind == "stdlib" and (_is_helper(filename, helpers) or (importing and outer.f_code.co_name == "<module>")):
             return False
         if kind not in ("guard", "frozen", "stdlib", "generated"):
             return kind == "candidate"
@@ -218,8 +245,8 @@ def _asked_by_candidate(config: _Config, start: Any, importing: bool = False) ->
 
 
 @functools.lru_cache(maxsize=1024)
-def _is_frame_helper(filename: str) -> bool:
-    return os.path.realpath(filename) in FRAME_HELPERS
+def _is_helper(filename: str, helpers: tuple[str, ...]) -> bool:
+    return os.path.realpath(filename) in helpers
 
 
 class SandboxGuard:
@@ -374,7 +401,8 @@ class SandboxGuard:
                 self._refuse(f"tried to read `.{args[1]}` (frames and code objects are off limits)")
             return
         if event in _IMMEDIATE_EVENTS:
-            if _asked_by_candidate(self.config, sys._getframe(1)):
+            helpers = CODEGEN_HELPERS if event in _CODE_EVENTS else FRAME_HELPERS
+            if _asked_by_candidate(self.config, sys._getframe(1), helpers=helpers):
                 self._refuse(f"tried to use {event}")
             return
         if event in _NEAREST_EVENTS or event.startswith("ctypes."):
@@ -397,7 +425,9 @@ def _patch_import(config: _Config) -> None:
     candidate_file = config.candidate_file
 
     def guarded_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
-        if sys._getframe(1).f_code.co_filename == candidate_file:
+        caller = sys._getframe(1)
+        asker = caller.f_code.co_filename
+        if asker == candidate_file or (_kind(config, asker) == "generated" and _candidate_on_stack(config, caller)):
             root = str(name).split(".")[0]
             if level or root not in ALLOWED_IMPORT_ROOTS or root in FORBIDDEN_MODULES:
                 _refuse_through_hook(f"tried to import the forbidden module {name}")

@@ -44,7 +44,7 @@ from ascend_kernel_gym.evaluation.tensor_wire import encode_payload_parts, encod
 from ascend_kernel_gym.evaluation.wire import RESULT, write_all
 
 #: moved runs per varied trial, and the factor on the largest move (the slack it adds)
-SENSITIVITY_RUNS = 2
+SENSITIVITY_RUNS = 4
 SENSITIVITY_FACTOR = 2.0
 
 

@@ -128,6 +128,12 @@ FORBIDDEN_ATTR_NAMES: frozenset[str] = frozenset(
         "settrace",
         "setprofile",
         "get_type_hints",
+        "get_annotations",
+        "evaluate_forward_ref",
+        "ForwardRef",
+        "str_to_ty",
+        "attrgetter",
+        "methodcaller",
         "singledispatch",
         "singledispatchmethod",
         "from_file",
@@ -148,6 +154,8 @@ FORBIDDEN_ATTR_NAMES: frozenset[str] = frozenset(
 #: ``functools.update_wrapper(sink, obj, assigned=(name,))`` reads any attribute of ``obj`` by a
 #: name given as data (a computed getattr run from the standard library, where the guard sees no
 #: candidate frame): refused by name, and ``functools.wraps`` only as a plain decorator.
+#: library functions that ``eval`` a string the candidate hands them (an annotation, a type name)
+EVAL_REFUSED = "it evaluates a string as Python code, which the checker cannot see"
 UPDATE_WRAPPER_REFUSED = "it copies attributes named as data (dynamic attribute access); use @functools.wraps(fn)"
 WRAPS_PATH = "functools.wraps"
 WRAPS_RULE = (
@@ -217,6 +225,14 @@ FORBIDDEN_PATHS: dict[str, str] = {
     "torch.futures": "asynchronous work is not allowed",
     "typing.get_type_hints": "evaluating annotations runs code the checker cannot see",
     "typing_extensions.get_type_hints": "evaluating annotations runs code the checker cannot see",
+    "typing.ForwardRef": EVAL_REFUSED,
+    "typing_extensions.ForwardRef": EVAL_REFUSED,
+    "typing.evaluate_forward_ref": EVAL_REFUSED,
+    "typing_extensions.evaluate_forward_ref": EVAL_REFUSED,
+    "typing_extensions.get_annotations": EVAL_REFUSED,
+    "triton.language.str_to_ty": EVAL_REFUSED,
+    "operator.attrgetter": "dynamic attribute access is not allowed",  # also where another module re-exports it
+    "operator.methodcaller": "dynamic attribute access is not allowed",
     "functools.update_wrapper": UPDATE_WRAPPER_REFUSED,
     "functools.singledispatch": "singledispatch evaluates annotations",
     "functools.singledispatchmethod": "singledispatch evaluates annotations",

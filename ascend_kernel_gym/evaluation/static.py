@@ -720,6 +720,16 @@ class _Checker(ast.NodeVisitor):
         for default in [*node.args.defaults, *node.args.kw_defaults]:
             if default is not None:
                 self.visit(default)
+        # Annotations are expressions like any other: evaluated when the def runs (and, as strings,
+        # by whatever library evaluates them later), so they get the same checks.
+        arguments = node.args
+        for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
+            if arg is not None and arg.annotation is not None:
+                arg.annotation._akg_parent = arg  # type: ignore[attr-defined]
+                self.visit(arg.annotation)
+        if node.returns is not None:
+            node.returns._akg_parent = node  # type: ignore[attr-defined]
+            self.visit(node.returns)
         is_triton = is_kernel
         is_constexpr_fn = not is_kernel and self.is_triton_function(node)
         in_class = isinstance(getattr(node, "_akg_parent", None), ast.ClassDef)
