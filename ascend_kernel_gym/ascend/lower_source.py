@@ -214,17 +214,22 @@ def _data_names(kernel: ParsedKernel) -> set[str]:
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             assigned.append((node.target.id, node.value))
     data: set[str] = set()
+    # who is assigned from each name: data flows along these edges (one walk of each value, then a
+    # search over names: linear in the source, however the assignments are ordered)
+    readers: dict[str, set[str]] = {}
     for name, value in assigned:
         leaf = (dotted(value.func) or "").split(".")[-1] if isinstance(value, ast.Call) else ""
         if leaf in _DATA_CALLS or leaf in _FLOAT_MATH:
             data.add(name)
-    changed = True
-    while changed:
-        changed = False
-        for name, value in assigned:
-            if name not in data and any(isinstance(n, ast.Name) and n.id in data for n in ast.walk(value)):
-                data.add(name)
-                changed = True
+        for node in ast.walk(value):
+            if isinstance(node, ast.Name):
+                readers.setdefault(node.id, set()).add(name)
+    pending = list(data)
+    while pending:
+        for reader in readers.get(pending.pop(), ()):
+            if reader not in data:
+                data.add(reader)
+                pending.append(reader)
     return data
 
 

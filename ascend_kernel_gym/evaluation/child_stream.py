@@ -137,6 +137,9 @@ class ChildStream:
         self.trial_limit: int | None = None
         #: why a trial message was refused for its size (the evaluation then fails with it)
         self.oversized = ""
+        #: the zygote sent the trial plan: trial messages may come from then on
+        self.plan_sent = False
+        self._reply: dict[str, Any] | None = None
 
     def feed(self, chunk: bytes) -> None:
         if self.result_bytes is not None:
@@ -183,8 +186,8 @@ class ChildStream:
                 self.timed_at = time.perf_counter()
             elif byte == PLAN and self.taken:
                 self.plan_asked = True
-            elif byte == TRIAL and self.taken:
-                self.in_trial = True
+            elif byte == TRIAL and self.taken and self.plan_sent:
+                self.in_trial = True  # (before the plan, no trial is asked for: a broken stream below)
             else:  # RESULT; anything else is a broken stream, and no result will be accepted
                 self.garbled = byte != RESULT
                 self.result_bytes = bytearray(self.pending)
@@ -208,10 +211,19 @@ class ChildStream:
                 raise WireError(self.oversized)
 
     def reply(self) -> dict[str, Any] | None:
-        """The child's result, once complete, well-formed and carrying the job's token."""
+        """The child's result, once complete, well-formed and carrying the job's token (a complete
+        message that is not one makes the stream garbled)."""
         if not self.taken or self.garbled or self.result_bytes is None or self.payload_result:
             return None
-        return decode_result(self.result_bytes, self.token)
+        if self._reply is not None:
+            return self._reply
+        try:
+            reply = decode_result(self.result_bytes, self.token)
+        except WireError:
+            self.garbled = True
+            return None
+        self._reply = reply
+        return reply
 
     def payload(self) -> tuple[dict[str, Any], bytes] | None:
         """The reference child's payload, once complete, well-formed and carrying the job's token."""

@@ -47,7 +47,6 @@ from ascend_kernel_gym.evaluation.param_vary import (
 )
 from ascend_kernel_gym.evaluation.recorder import Recorder, is_allowed
 from ascend_kernel_gym.evaluation.result import ErrorType, Stage
-from ascend_kernel_gym.evaluation.sandbox_rules import FILL_TORCH_OPS
 from ascend_kernel_gym.evaluation.shape_trials import build_case, case_text, extra_cases
 from ascend_kernel_gym.evaluation.snapshot import check_snapshot
 from ascend_kernel_gym.evaluation.state import ChildState
@@ -168,9 +167,7 @@ def _recorded_call(
                 "the output is a rearranged view of memory holding an unchanged copy of an input: the kernel only "
                 "copied the data and a view did the task's work; write the result with your Triton kernel",
             )
-    for op, ptr, filled in stats.writes:
-        if op not in FILL_TORCH_OPS:
-            continue
+    for op, ptr, filled in stats.writes:  # fills, also factory operators writing into old memory (out=)
         for tensor, out_ptr in placed:
             if out_ptr == ptr and cover(filled, view_of(tensor)) == "partial":
                 raise StageError(

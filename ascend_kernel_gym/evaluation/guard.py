@@ -23,9 +23,11 @@ Policy (the static stage already refuses the obvious spellings; this is the seco
   Triton's or PyTorch's own code. Code that ``exec`` / ``eval`` made (``<string>``) and that asks
   for any of these while the candidate's code is on the stack is the candidate's (a string it had
   a library evaluate). ``gc.get_objects`` / ``get_referrers``, ``sys._current_frames``,
-  ``sys.settrace`` / ``setprofile`` and ``ctypes`` are refused when the nearest frame outside the
-  standard library is the candidate's. Without frames, the harness's own objects (its result, its
-  recorder, this guard) stay out of reach;
+  ``sys.settrace`` / ``setprofile`` are refused whenever the candidate's code is on the stack,
+  unless the harness's own code asks (a library calling them then was handed them by the
+  candidate: ``tree_map(gc.get_objects, ...)``); ``ctypes`` when the nearest frame outside the
+  standard library is the candidate's. Without frames and the heap, the harness's own objects (its
+  result, the job's token, its recorder, this guard) stay out of reach;
 - limits: ``resource.setrlimit`` / ``prlimit`` are refused;
 - imports: the candidate's ``import`` statements (also of modules already loaded) and the imports
   it has the standard library make for it (``importlib.import_module``) must be on the allow-list
@@ -101,7 +103,7 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _IMMEDIATE_EVENTS = frozenset(
     {"exec", "compile", "code.__new__", "function.__new__", "sys._getframe", "sys._getframemodulename"}
 )
-#: Refused when the nearest frame outside the standard library is the candidate's.
+#: Refused whenever the candidate's code is on the stack, unless the harness's own code asks.
 _NEAREST_EVENTS = frozenset(
     {
         "sys._current_frames",
@@ -175,12 +177,13 @@ class _Config(NamedTuple):
     own_file: str
     stdlib_dirs: tuple[str, ...]
     library_dirs: tuple[str, ...]
+    harness_dir: str = ""
 
 
 @functools.lru_cache(maxsize=4096)
 def _kind(config: _Config, filename: str) -> str:
-    """``candidate``, ``guard``, ``frozen``, ``generated``, ``stdlib``, ``library`` or ``other`` (in a
-    cache no code can write)."""
+    """``candidate``, ``guard``, ``harness``, ``frozen``, ``generated``, ``stdlib``, ``library`` or
+    ``other`` (in a cache no code can write)."""
     if filename == config.candidate_file:
         return "candidate"
     if filename.startswith("<frozen"):
@@ -190,6 +193,8 @@ def _kind(config: _Config, filename: str) -> str:
     real = os.path.realpath(filename)
     if real == config.own_file:
         return "guard"
+    if config.harness_dir and real.startswith(config.harness_dir):
+        return "harness"
     if (real.startswith(config.stdlib_dirs) and "site-packages" not in real) or real in STDLIB_LIKE:
         return "stdlib"
     if real.startswith(config.library_dirs):
@@ -276,6 +281,7 @@ class SandboxGuard:
             own_file=os.path.realpath(__file__),
             stdlib_dirs=_stdlib_dirs(),
             library_dirs=tuple(os.path.realpath(d) + os.sep for d in library_dirs),
+            harness_dir=os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep,
         )
         self._busy = False
         self.active = False
@@ -405,7 +411,15 @@ class SandboxGuard:
             if _asked_by_candidate(self.config, sys._getframe(1), helpers=helpers):
                 self._refuse(f"tried to use {event}")
             return
-        if event in _NEAREST_EVENTS or event.startswith("ctypes."):
+        if event in _NEAREST_EVENTS:
+            # Nothing of Triton's or PyTorch's reads the heap, traces or lists threads while a
+            # candidate's call runs; a library calling it then was handed it by the candidate
+            # (``tree_map(gc.get_objects, ...)``). Only the harness's own code may.
+            origin = _nearest(self.config, sys._getframe(1), ("guard", "frozen"))[0]
+            if origin != "harness" and _candidate_on_stack(self.config, sys._getframe(1)):
+                self._refuse(f"tried to use {event}")
+            return
+        if event.startswith("ctypes."):
             if self._caller() == "candidate":
                 self._refuse(f"tried to use {event}")
 

@@ -33,12 +33,16 @@ from ascend_kernel_gym.evaluation.errors import StageError, Verdict, record_fail
 from ascend_kernel_gym.evaluation.outputs import OutputCheckError, flatten_outputs, output_leaves
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
 from ascend_kernel_gym.evaluation.tensor_wire import Importer, WireError, decode_tensors, decode_tree
+from ascend_kernel_gym.evaluation.trimmed import TRIM, trimmed_mean
 
 #: the fastest memory any device has, bytes per second (an H200 moves 4.8e12, a B200 8e12): no
 #: kernel writes its output faster than this
 MAX_BYTES_PER_S = 2.0e13
 #: how far a child's claimed timing may exceed the wall time the zygote saw (clock granularity)
 TIMING_SLACK_S = 0.05
+#: how far a claimed mean (rounded to 6 decimals, ms) of samples rounded to 5 decimals may sit from
+#: the mean of the samples as sent
+SAMPLE_ROUNDING_MS = 1.1e-5
 #: a trial message may carry this many times the bytes of the reference's largest trial (its
 #: inputs, outputs and changed inputs), plus :data:`TRIAL_EXTRA_BYTES`: more is refused unread
 TRIAL_BYTES_FACTOR = 4
@@ -240,14 +244,18 @@ class Judge:
             aliased = [bool(a) for a in header.get("aliased", [])]
             changed = [int(i) for i in header.get("changed", [])]
             after = {int(k): decode_tree(v, [t for t, _ in tensors]) for k, v in dict(header["inputs_after"]).items()}
-        except (WireError, KeyError, TypeError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - the harness writes well-formed trials: any failure is forged
+            text = f"{type(exc).__name__}: {str(exc)[:200]}"
             return Verdict(
-                "fail", StageError(ErrorType.SANDBOX_VIOLATION, f"the child's trial message is malformed: {exc}")
+                "fail", StageError(ErrorType.SANDBOX_VIOLATION, f"the child's trial message is malformed: {text}")
             )
         try:
             return self._route(index, output, again, aliased, changed, after)
         except StageError as failure:
             return Verdict("fail", failure)
+        except Exception as exc:  # noqa: BLE001 - the zygote must outlive whatever a trial holds
+            text = f"{type(exc).__name__}: {str(exc)[:200]}"
+            return Verdict("fail", StageError(ErrorType.HARNESS_ERROR, f"the judge could not compare a trial: {text}"))
 
     def _route(
         self,
@@ -454,31 +462,33 @@ def with_note(failure: StageError, note: str) -> StageError:
     return StageError(failure.error_type, failure.message + note, hack=failure.hack, **failure.metrics)
 
 
-def timing_check(result: EvalResult, window_s: float | None, out_bytes: int) -> dict[str, Any]:
+def timing_check(result: EvalResult, window_s: float | None, out_bytes: int, asked: bool = True) -> dict[str, Any]:
     """Cross-check the child's claimed timings against what the zygote saw; returns the record.
 
-    Physically, (1) every timed call ran inside the window between the judge's last verdict and
-    the result's arrival, so the sum of all claimed samples cannot exceed that window, and (2) no
-    kernel writes its output faster than :data:`MAX_BYTES_PER_S`. A claim that breaks either is
-    forged: the speedup is dropped and the result marked a hack.
+    The claims must come with their samples, and the means and the speedup must be what the samples
+    give (:func:`.trimmed.trimmed_mean`; the samples are rounded to 1e-5 ms), and timings of a job
+    that asked for none are claims of nothing. Physically, (1) every timed call ran inside the window
+    between the judge's last verdict and the result's arrival, so the sum of all claimed samples
+    cannot exceed that window, and (2) no kernel writes its output faster than
+    :data:`MAX_BYTES_PER_S`. A claim that breaks any of these is forged: the speedup is dropped and
+    the result marked a hack.
     """
     record: dict[str, Any] = {"window_s": None if window_s is None else round(window_s, 4), "ok": True}
-    samples = result.timing.get("kernel_ms_samples"), result.timing.get("ref_ms_samples")
-    if result.kernel_ms is None or not all(isinstance(s, list) for s in samples):
+    claims = (result.speedup, result.kernel_ms, result.ref_ms)
+    if all(claim is None for claim in claims):
         return record
-    try:
+    problems = _summary_problems(result, asked)
+    samples = result.timing.get("kernel_ms_samples"), result.timing.get("ref_ms_samples")
+    if not problems:
         claimed_s = sum(float(v) for s in samples for v in s) / 1e3  # type: ignore[union-attr]
-        kernel_s = float(result.kernel_ms) / 1e3
-    except (TypeError, ValueError):
-        claimed_s, kernel_s = math.inf, -1.0
-    record["claimed_s"] = round(claimed_s, 6)
-    floor_s = out_bytes / MAX_BYTES_PER_S
-    record["floor_ms"] = round(floor_s * 1e3, 6)
-    problems = []
-    if window_s is not None and not claimed_s <= window_s + TIMING_SLACK_S:
-        problems.append(f"the timed calls claim {claimed_s:.3f} s in a window of {window_s:.3f} s")
-    if not kernel_s >= floor_s or not math.isfinite(kernel_s):
-        problems.append(f"the kernel time {result.kernel_ms} ms is below the physical floor {floor_s * 1e3:.6f} ms")
+        kernel_s = float(result.kernel_ms) / 1e3  # type: ignore[arg-type]
+        record["claimed_s"] = round(claimed_s, 6)
+        floor_s = out_bytes / MAX_BYTES_PER_S
+        record["floor_ms"] = round(floor_s * 1e3, 6)
+        if window_s is not None and not claimed_s <= window_s + TIMING_SLACK_S:
+            problems.append(f"the timed calls claim {claimed_s:.3f} s in a window of {window_s:.3f} s")
+        if not kernel_s >= floor_s or not math.isfinite(kernel_s):
+            problems.append(f"the kernel time {result.kernel_ms} ms is below the physical floor {floor_s * 1e3:.6f} ms")
     if problems:
         record["ok"] = False
         record["problems"] = problems
@@ -491,6 +501,31 @@ def timing_check(result: EvalResult, window_s: float | None, out_bytes: int) -> 
             "timing discarded: the child's claimed times are physically impossible: " + "; ".join(problems)
         )
     return record
+
+
+def _summary_problems(result: EvalResult, asked: bool) -> list[str]:
+    """Why the claimed means and speedup are not what the claimed samples give (empty: they are)."""
+    if not asked:
+        return ["timings were claimed for an evaluation that measured none"]
+    samples = result.timing.get("kernel_ms_samples"), result.timing.get("ref_ms_samples")
+    if not all(type(s) is list and s and all(type(v) in (int, float) for v in s) for s in samples):
+        return ["timings were claimed without the timed calls' samples"]
+    kernel, ref = (trimmed_mean([float(v) for v in s], TRIM) for s in samples)  # type: ignore[union-attr]
+    claimed = result.kernel_ms, result.ref_ms, result.speedup
+    if not all(type(v) in (int, float) and math.isfinite(v) for v in claimed):
+        return ["the claimed times are not finite numbers"]
+    problems = []
+    for name, value, expected in (("kernel_ms", claimed[0], kernel), ("ref_ms", claimed[1], ref)):
+        if not abs(float(value) - expected) <= SAMPLE_ROUNDING_MS + 1e-6 * abs(expected):  # type: ignore[arg-type]
+            problems.append(f"{name} {value} is not the trimmed mean of its samples ({expected:.6f})")
+    kernel_ms, ref_ms, speedup = (float(v) for v in claimed)  # type: ignore[arg-type]
+    if not problems and kernel_ms > 0 and ref_ms > 0:
+        # the child rounds the means to 1e-6 ms and the speedup to 1e-4
+        ratio = ref_ms / kernel_ms
+        allowed = 1e-4 + ratio * (1e-3 + 1e-6 / kernel_ms + 1e-6 / ref_ms)
+        if not abs(speedup - ratio) <= allowed:
+            problems.append(f"the speedup {speedup} is not ref_ms / kernel_ms ({ratio:.6f})")
+    return problems
 
 
 def merge_final(result: EvalResult, judge: Judge) -> EvalResult:

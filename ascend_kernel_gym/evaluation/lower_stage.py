@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import resource
+import select
 import shutil
 import signal
 import subprocess
@@ -61,6 +62,12 @@ SUPERSEDED_RULES = {
     "ub_overflow": "the lowered kernel's allocations fit in UB",
 }
 _LAUNCHER_MARK = "AKG-LOWER-SANDBOX "
+#: what the caller keeps of the lowering worker's output: its replies, and the start and end of what
+#: it printed (the rest is dropped as it arrives)
+MAX_REPLY_BYTES = 16 << 20
+KEEP_ERROR_BYTES = 64 << 10
+#: seconds the caller still reads a killed worker's pipes
+DRAIN_AFTER_KILL_S = 5.0
 _log = logging.getLogger(__name__)
 _WARNED: set[str] = set()
 
@@ -136,12 +143,7 @@ class WorkerRunner:
                 env=launcher_env,
                 start_new_session=True,
             )
-            try:
-                out, err = proc.communicate(json.dumps(request).encode(), timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                os.killpg(proc.pid, signal.SIGKILL)
-                out, err = proc.communicate()
+            out, err, timed_out = _bounded_communicate(proc, json.dumps(request).encode(), timeout_s)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         replies = []
@@ -167,6 +169,63 @@ class WorkerRunner:
             "stderr_tail": errors[-2000:],
         }
         return replies
+
+
+def _bounded_communicate(proc: subprocess.Popen[bytes], data: bytes, timeout_s: float) -> tuple[bytes, bytes, bool]:
+    """``proc.communicate(data)`` that keeps at most :data:`MAX_REPLY_BYTES` of standard output and
+    the first and last :data:`KEEP_ERROR_BYTES` of standard error: what Triton prints while it lowers
+    a kernel (``tl.static_print`` in an unrolled loop) must not fill this process's memory. Kills the
+    worker's process group past ``timeout_s``; returns (stdout, stderr, timed out)."""
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    out, head, tail = bytearray(), bytearray(), bytearray()
+    cut = 0
+    pending = memoryview(data)
+    streams = {proc.stdout.fileno(): True, proc.stderr.fileno(): False}  # fd -> is stdout
+    writer = proc.stdin.fileno()
+    os.set_blocking(writer, False)
+    deadline = time.monotonic() + timeout_s
+    timed_out = False
+    while streams:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            if timed_out:
+                break  # killed, and its pipes still open after the grace period: stop reading
+            timed_out = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            deadline = time.monotonic() + DRAIN_AFTER_KILL_S
+            continue
+        readable, writable, _ = select.select(list(streams), [writer] if pending else [], [], min(left, 1.0))
+        if writable:
+            try:
+                pending = pending[os.write(writer, pending) :]
+            except BlockingIOError:
+                pass
+            except BrokenPipeError:
+                pending = memoryview(b"")
+            if not pending:
+                proc.stdin.close()
+        for fd in readable:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                del streams[fd]
+            elif streams[fd]:
+                out += chunk[: max(0, MAX_REPLY_BYTES - len(out))]
+            elif len(head) < KEEP_ERROR_BYTES:
+                head += chunk[: KEEP_ERROR_BYTES - len(head)]
+            else:
+                tail += chunk
+                if len(tail) > KEEP_ERROR_BYTES:
+                    cut += len(tail) - KEEP_ERROR_BYTES
+                    del tail[: len(tail) - KEEP_ERROR_BYTES]
+    if not proc.stdin.closed:
+        proc.stdin.close()
+    try:
+        proc.wait(timeout=DRAIN_AFTER_KILL_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    err = bytes(head) + (f"\n[... {cut} bytes cut ...]\n".encode() if cut else b"") + bytes(tail)
+    return bytes(out), err, timed_out
 
 
 def launch(spec: dict[str, Any]) -> None:

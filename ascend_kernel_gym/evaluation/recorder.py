@@ -25,11 +25,13 @@ import gc
 import inspect
 import os
 import sys
+import types
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
+import triton
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ascend_kernel_gym.evaluation.errors import StageError
@@ -47,10 +49,11 @@ from ascend_kernel_gym.evaluation.sandbox_rules import (
     ALLOWED_TORCH_OPS,
     DATA_TORCH_OPS,
     FILL_TORCH_OPS,
+    PRE_RUN_HOOK_REFUSED,
     REARRANGING_TORCH_OPS,
     UNINITIALISED_TORCH_OPS,
 )
-from ascend_kernel_gym.evaluation.view_cover import View, spans_meet, view_of
+from ascend_kernel_gym.evaluation.view_cover import View, gapless, spans_meet, view_of
 
 MAX_LAUNCH_RECORDS = 64
 #: launches per forward call whose overwrite of a PyTorch copy is checked by a second run (see
@@ -94,6 +97,8 @@ def _jsonable(value: Any) -> Any:
 
 #: modules whose functions may run while the autotuner benchmarks (recording suspended)
 _TRUSTED_HOOK_MODULES = ("triton", "ascend_kernel_gym")
+#: where the source of a pre-run hook may live: Triton's package and this one
+_TRUSTED_HOOK_DIRS = (os.path.dirname(os.path.abspath(triton.__file__)) + os.sep, _HARNESS_DIR)
 
 
 def _refuse_foreign_hooks(autotuner: Any, config: Any) -> None:
@@ -112,6 +117,18 @@ def _refuse_foreign_hooks(autotuner: Any, config: Any) -> None:
                 "an autotune hook or benchmark function of yours would run while Triton benchmarks "
                 "configurations, where the operator recorder cannot follow; autotune over configs and key only",
             )
+
+
+def _refuse_pre_run_hooks(kernel: Any) -> None:
+    """A kernel's pre-run hooks run inside Triton's launch, also in the overwrite probe's unrecorded
+    second run, and a chain of C callables (``partial``, ``map``) leaves no frame of the
+    candidate's to tell them apart: any that is not a plain function of Triton's (or the
+    harness's) own source is refused (``__module__`` would not do: ``functools.wraps`` copies it)."""
+    hooks = getattr(kernel, "__dict__", {}).get("pre_run_hooks") or []
+    for hook in hooks if type(hooks) is list else [hooks]:
+        code = hook.__code__ if type(hook) is types.FunctionType else None
+        if code is None or not code.co_filename.startswith(_TRUSTED_HOOK_DIRS):
+            raise StageError(ErrorType.FORBIDDEN, PRE_RUN_HOOK_REFUSED)
 
 
 def _is_constexpr_annotation(annotation: Any) -> bool:
@@ -351,6 +368,11 @@ class Recorder:
 
         @functools.wraps(original)
         def run(fn_self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            try:
+                _refuse_pre_run_hooks(fn_self)
+            except StageError as refusal:
+                recorder.refusal = recorder.refusal or refusal  # also when the candidate swallows it
+                raise
             names = list(getattr(fn_self, "arg_names", None) or [])
             recorder.check_arguments(
                 getattr(getattr(fn_self, "fn", None), "__name__", "?"), named_arguments(names, args, kwargs)
@@ -557,6 +579,19 @@ class Recorder:
         else:
             self.taint_spans.setdefault(ptr, []).append(span)
 
+    def record_fill(self, name: str, tensor: torch.Tensor) -> None:
+        """``tensor``'s elements were set to a constant (or made fresh in place): remembered with
+        the view, and the storage's taint dropped when the view covers every byte of it (counted
+        by the view's own geometry: an overlapping or strided view writes fewer bytes than it has
+        elements)."""
+        if tensor.layout != torch.strided:
+            return
+        storage = torch.Tensor.untyped_storage(tensor)
+        view = view_of(tensor)
+        self.writes.append((name, storage.data_ptr(), view))
+        if view.byte_span() == (0, storage.nbytes()) and gapless(view):
+            self.untaint(storage.data_ptr())
+
     def untaint(self, ptr: int) -> None:
         self.tainted.pop(ptr, None)
         self.taint_spans.pop(ptr, None)
@@ -614,11 +649,7 @@ class Recorder:
             targets, sources = out, [*args, *kwargs.values()]
         if name in FILL_TORCH_OPS:
             for tensor in _tensors(targets):
-                storage = torch.Tensor.untyped_storage(tensor)
-                full = torch.Tensor.numel(tensor) * torch.Tensor.element_size(tensor) >= storage.nbytes()
-                self.writes.append((name, storage.data_ptr(), view_of(tensor)))
-                if full:
-                    self.untaint(storage.data_ptr())
+                self.record_fill(name, tensor)
             return
         source_taint = "Python data" if name.startswith("lift_fresh") and not _initial_value(out) else None
         for tensor in _tensors(sources):
@@ -749,7 +780,10 @@ class _OpRecordingMode(TorchDispatchMode):
             op = f"{namespace}.{name}"
             recorder.ops[op] += 1
             if namespace == "aten":
-                if name in UNINITIALISED_TORCH_OPS or name in FRESH_MEMORY_TORCH_OPS:
+                if (name in UNINITIALISED_TORCH_OPS or name in FRESH_MEMORY_TORCH_OPS) and "out" in kwargs:
+                    for tensor in _tensors(kwargs["out"]):  # ``torch.zeros(..., out=t)``: a fill of old memory
+                        recorder.record_fill(name, tensor)
+                elif name in UNINITIALISED_TORCH_OPS or name in FRESH_MEMORY_TORCH_OPS:
                     recorder.forget(out)  # the allocator may hand back a tainted address
                 if name in UNINITIALISED_TORCH_OPS:
                     recorder.poison(out)

@@ -154,6 +154,8 @@ FORBIDDEN_ATTR_NAMES: frozenset[str] = frozenset(
 #: ``functools.update_wrapper(sink, obj, assigned=(name,))`` reads any attribute of ``obj`` by a
 #: name given as data (a computed getattr run from the standard library, where the guard sees no
 #: candidate frame): refused by name, and ``functools.wraps`` only as a plain decorator.
+#: a kernel's pre-run hooks run where Triton prepares a launch (also the harness's unrecorded re-runs)
+PRE_RUN_HOOK_REFUSED = "kernel pre-run hooks run your code where the operator recorder cannot follow"
 #: library functions that ``eval`` a string the candidate hands them (an annotation, a type name)
 EVAL_REFUSED = "it evaluates a string as Python code, which the checker cannot see"
 UPDATE_WRAPPER_REFUSED = "it copies attributes named as data (dynamic attribute access); use @functools.wraps(fn)"
@@ -477,6 +479,8 @@ def base_class_problem(path: str | None) -> str | None:
 #: Non-dunder attribute names that give access to frames, code objects or raw memory.
 FORBIDDEN_ATTRS: dict[str, str] = {
     "update_wrapper": UPDATE_WRAPPER_REFUSED,
+    "add_pre_run_hook": PRE_RUN_HOOK_REFUSED,
+    "pre_run_hooks": PRE_RUN_HOOK_REFUSED,
     "f_globals": "frame introspection is not allowed",
     "f_locals": "frame introspection is not allowed",
     "f_back": "frame introspection is not allowed",
@@ -584,6 +588,15 @@ ALLOWED_TORCH_OPS: frozenset[str] = frozenset(
         "expand_as",
         "squeeze",
         "unsqueeze",
+        # the in-place forms of views: they change a tensor's shape, never its data
+        "squeeze_",
+        "unsqueeze_",
+        "transpose_",
+        "t_",
+        "as_strided_",
+        "swapdims_",
+        "swapaxes_",
+        "detach_",
         "slice",
         "select",
         "narrow",

@@ -79,6 +79,7 @@ from ascend_kernel_gym.evaluation.placement import min_bytes
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.snapshot import check_snapshot
 from ascend_kernel_gym.evaluation.state import ChildState
+from ascend_kernel_gym.evaluation.trimmed import TRIM, trimmed_mean
 
 FLUSH_BYTES = 256 * 1024 * 1024
 IMPLAUSIBLE_SPEEDUP = 10.0
@@ -91,8 +92,6 @@ CUSHION_MS = 0.4
 #: rounds per move of the memory the harness does not place (``relocate``): 25 places in 100 rounds
 RELOCATE_EVERY = 4
 MAX_CUSHION_FILLS = 64
-#: share of the fastest and of the slowest timed calls left out of each model's mean
-TRIM = 0.1
 #: a timed call whose host time (Python, launches) passed this share of the cushion may have left
 #: the device idle inside its window: it is timed again, at most ``HOST_RETRIES`` times (host
 #: hiccups are the machine's, not the kernel's; a call that always outruns the cushion keeps its
@@ -334,15 +333,6 @@ class _HostTimes:
             out[f"{name}_retimed"] = self.retries[which]
             out[f"{name}_exposed_kept"] = self.kept_exposed[which]
         return out
-
-
-def trimmed_mean(values: list[float], trim: float) -> float:
-    """Mean of ``values`` without the lowest and the highest ``trim`` share (at least one value kept)."""
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    drop = min(int(len(ordered) * trim), (len(ordered) - 1) // 2)
-    return statistics.fmean(ordered[drop : len(ordered) - drop])
 
 
 def _warm_up(

@@ -19,7 +19,13 @@ def final_reply(run: ChildStream, job: Any, judge: Any, keeper: LeaseKeeper | No
     from ascend_kernel_gym.evaluation.result import EvalResult, bound_result
 
     reply = run.reply()
-    failure = run.failure  # set only by the judge here
+    failure = run.failure  # set by the judge, or by the zygote for a broken stream
+    # A result (or a trial's partial result) that does not read as an EvalResult was not written
+    # by the harness: the child's code wrote it.
+    if reply is not None and _parsed(reply) is None:
+        reply, failure = None, failure or _forged()
+    if run.partial is not None and _parsed(run.partial) is None:
+        run.partial, failure = None, failure or _forged()
     if (
         failure is None
         and reply is None
@@ -42,13 +48,16 @@ def final_reply(run: ChildStream, job: Any, judge: Any, keeper: LeaseKeeper | No
     result = EvalResult.from_dict(reply)
     if judge is not None:  # otherwise the child judged itself (device backends)
         merge_final(result, judge)
-    if result.kernel_ms is not None:
+    if any(claim is not None for claim in (result.speedup, result.kernel_ms, result.ref_ms)):
         # The timed calls ran after the quiet-device request and after the judge's last verdict,
         # and before the child said they were over (or, if it did not, before its result).
         starts = [t for t in (run.quiet_at, run.judged_at) if t is not None]
         end = run.timed_at if run.timed_at is not None else run.done_at
         window = end - max(starts) if starts and end is not None else None
-        result.timing["cross_check"] = timing_check(result, window, judge.out_bytes if judge is not None else 0)
+        asked = bool(getattr(job, "measure_performance", True))
+        result.timing["cross_check"] = timing_check(
+            result, window, judge.out_bytes if judge is not None else 0, asked=asked
+        )
         if keeper is not None:
             result.timing["device_lease"] = {
                 "held": run.lease_at is not None,
@@ -94,3 +103,20 @@ def timeout_reply(run: ChildStream, job: Any, judge: Any) -> dict[str, Any]:
     else:
         result.error_message = f"the evaluation did not finish within its time limit ({where})"
     return bound_result(result).to_dict()
+
+
+def _parsed(data: dict[str, Any]) -> Any:
+    """``data`` as an :class:`.EvalResult`, or None when it does not read as one."""
+    from ascend_kernel_gym.evaluation.result import EvalResult
+
+    try:
+        return EvalResult.from_dict(data)
+    except Exception:  # noqa: BLE001 - whatever a forged result makes the parser raise
+        return None
+
+
+def _forged() -> Any:
+    from ascend_kernel_gym.evaluation.errors import StageError
+    from ascend_kernel_gym.evaluation.result import ErrorType
+
+    return StageError(ErrorType.SANDBOX_VIOLATION, "sandbox: your code sent the harness a result it did not write")

@@ -72,7 +72,7 @@ def cover(outer: View, inner: View) -> Cover:
     outer_span, inner_span = outer.byte_span(), inner.byte_span()
     if inner_span[0] == inner_span[1] or not spans_meet(outer_span, inner_span):
         return "disjoint"
-    if outer_span[0] <= inner_span[0] and inner_span[1] <= outer_span[1] and _gapless(outer):
+    if outer_span[0] <= inner_span[0] and inner_span[1] <= outer_span[1] and gapless(outer):
         return "covers"
     if outer.itemsize != inner.itemsize or outer_span[0] % outer.itemsize != inner_span[0] % inner.itemsize:
         return "partial"  # elements of different sizes or alignments: no element-wise answer
@@ -88,7 +88,7 @@ def cover(outer: View, inner: View) -> Cover:
     return "partial" if bool(hit.any()) else "disjoint"
 
 
-def _gapless(view: View) -> bool:
+def gapless(view: View) -> bool:
     """Every byte of the view's span belongs to an element (a contiguous or permuted dense view)."""
     start, end = view.byte_span()
     if end - start != view.numel * view.itemsize:

@@ -144,7 +144,11 @@ def encode_result(token: str, result: dict[str, Any]) -> bytes:
 
 def decode_result(data: bytes | bytearray, token: str) -> dict[str, Any] | None:
     """The result in ``data`` (what followed the :data:`RESULT` marker), once complete and
-    well-formed and carrying ``token``; None otherwise."""
+    well-formed and carrying ``token``; None while incomplete.
+
+    Raises:
+        WireError: complete but not a result (not JSON, nested too deeply to parse, another token).
+    """
     if len(data) < HEADER.size:
         return None
     (size,) = HEADER.unpack(data[: HEADER.size])
@@ -152,10 +156,10 @@ def decode_result(data: bytes | bytearray, token: str) -> dict[str, Any] | None:
         return None
     try:
         message = json.loads(bytes(data[HEADER.size : HEADER.size + size]))
-    except ValueError:
-        return None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise WireError(f"the result message is not well-formed JSON ({type(exc).__name__})") from None
     if not isinstance(message, dict) or message.get("token") != token or not isinstance(message.get("result"), dict):
-        return None
+        raise WireError("the result message does not carry this job's result")
     return message["result"]
 
 

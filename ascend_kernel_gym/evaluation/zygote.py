@@ -108,6 +108,8 @@ class Zygote:
         self.judging: Child | None = None
         #: children that reported (or were killed) and are not reaped yet
         self.exiting: list[int] = []
+        #: the children of the job running now (killed if the zygote ends in the middle of it)
+        self.running: list[Child] = []
         #: the zygote's own pipe ends, closed in every child
         self.harness_fds: set[int] = set()
         #: the device's lease (several zygotes per device; :mod:`.device_lease`), None when off
@@ -289,8 +291,10 @@ class Zygote:
             output_fd = os.open(os.path.join(sandbox, OUTPUT_FILENAME), flags, 0o600)
         job_read, job_write = os.pipe()
         result_read, result_write = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: keeps only its own two pipe ends
+            _die_with(parent)
             for fd in (0, 1, self.proto_in, self.proto_out, job_write, result_read, output_fd, *self.harness_fds):
                 try:
                     os.close(fd)
@@ -403,6 +407,9 @@ class Zygote:
                 self.spares.append(self._fork_child(reference))
 
     def shutdown(self) -> None:
+        for child in self.running:
+            self._kill_group(child.pid)
+        self.running = []
         for spare in self.spares:
             self._discard(spare)
         self.spares = []
@@ -443,6 +450,7 @@ class Zygote:
             if attempt == 0:
                 self.start_spare()  # the next job's children get ready while this one runs
             run = ChildStream(child, token)
+            self.running = [child, *([reference.child] if reference is not None else [])]
             if sent:
                 self._supervise(run, deadline, memory_mb, reference, judge, keeper)
             if run.taken or run.reason or attempt or (judge is not None and judge.reference_failure is not None):
@@ -459,6 +467,7 @@ class Zygote:
             deadline += keeper.paused_s
         wall = time.perf_counter() - started
         reply = final_reply(run, job, judge, keeper)
+        self.running = []
         if not run.taken and not run.reason and reply is None:
             run.reason = "timeout" if time.perf_counter() > deadline else "not_started"
             self._discard(child, reaped=run.status is not None)
@@ -642,6 +651,10 @@ class Zygote:
                         run.done_at = time.perf_counter()
                         self._retire(pid)
                         break
+                    if run.garbled and run.failure is None and not run.reason:  # the harness never writes that
+                        run.failure = StageError(ErrorType.SANDBOX_VIOLATION, GARBLED_STREAM)
+                        self._retire(pid)
+                        break
                 else:
                     eof = True
             if (
@@ -652,6 +665,7 @@ class Zygote:
                 and judge.reference_failure is None
             ):
                 plan_sent = self._answer(child, encode_message(judge.plan()))
+                run.plan_sent = plan_sent
                 run.progress_at = time.perf_counter()
                 run.trial_limit = judge.trial_bytes_limit()
                 if self.stall_scaled:
@@ -812,6 +826,26 @@ class Zygote:
 
     proto_in = -1
     proto_out = -1
+
+
+def _die_with(parent: int) -> None:
+    """In a freshly forked child: be killed when the zygote dies (a zygote that crashed in the middle
+    of a job must not leave its children running unwatched, without limits)."""
+    try:
+        from ascend_kernel_gym.evaluation.os_sandbox_calls import PR_SET_PDEATHSIG, prctl
+
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except Exception:  # noqa: BLE001, S110 - no prctl here: the zygote's shutdown still kills it
+        pass
+    if os.getppid() != parent:  # the zygote died before the death signal was set
+        os._exit(70)
+
+
+#: why a child whose messages to the zygote broke the protocol failed
+GARBLED_STREAM = (
+    "sandbox: your code wrote to the harness's result pipe (a message the harness never sends: a malformed "
+    "result, a trial nobody asked for, a stray byte)"
+)
 
 
 def _output_tail(fd: int, cap: int) -> str:

@@ -124,3 +124,20 @@ def test_unmatched_tensors_and_unrecorded_constexprs_are_noted() -> None:
     assert spec.signature["b"] == "fp32"  # multiplies loaded data
     assert spec.constants["MODE"] is None and any("MODE was not recorded" in n for n in spec.notes)
     assert kernel_specs(module, [{"kernel": "absent", "grid": [1], "constexprs": {}, "tensor_args": []}]) == []
+
+
+def test_data_flows_along_assignment_chains_written_in_any_order() -> None:
+    """Names assigned from loaded data are data however the chain is ordered (a chain written
+    backwards made the old fixed-point loop quadratic: 2000 links took 5.6 s in the caller)."""
+    from ascend_kernel_gym.ascend import lower_source
+
+    links = 3000
+    chain = "\n".join(f"    v{i} = v{i + 1}" for i in range(links))
+    code = (
+        "import triton\nimport triton.language as tl\n\n@triton.jit\n"
+        f"def k(x_ptr, scale):\n{chain}\n    v{links} = tl.load(x_ptr)\n    idx = scale + 1\n"
+    )
+    module = lowering_module(code)
+    assert module is not None
+    data = lower_source._data_names(module.kernels["k"])
+    assert {f"v{i}" for i in range(links + 1)} <= data and "idx" not in data

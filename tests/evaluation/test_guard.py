@@ -43,4 +43,5 @@ def test_guard_policy() -> None:
     assert "link to a file outside" in verdicts["symlink_relative_out"]
     assert "gi_frame" in verdicts["frame_through_update_wrapper"]
     assert "network" in verdicts["guard_off_through_closures"]
+    assert "gc.get_objects" in verdicts["heap_through_library"]
     assert not glob.glob("/tmp/akg_guard_probe_*") and not glob.glob("/tmp/akg_guard_moved_*")

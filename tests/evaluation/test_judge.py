@@ -239,6 +239,28 @@ def test_timing_claims_are_held_to_the_observed_window_and_the_physical_floor() 
     assert not record["ok"] and too_fast.speedup is None and "floor" in record["problems"][0]
 
 
+def test_timing_claims_must_be_what_their_samples_give() -> None:
+    """A child that got past the Python layers used to claim a speedup of 1e7 with no samples at all
+    (the check then had nothing to check): the means and the speedup are recomputed from the samples."""
+    bare = _done(kernel_ms=1e-6, ref_ms=10.0, speedup=1e7)
+    record = timing_check(bare, window_s=1.0, out_bytes=1 << 10)
+    assert not record["ok"] and bare.speedup is None and bare.hack and "samples" in record["problems"][0]
+    lying_speedup = _timed(0.5, [0.5] * 100, [1.0] * 100)
+    lying_speedup.speedup = 40.0
+    record = timing_check(lying_speedup, window_s=1.0, out_bytes=1 << 10)
+    assert not record["ok"] and "speedup" in record["problems"][0]
+    lying_mean = _timed(0.25, [0.5] * 100, [1.0] * 100)  # kernel_ms 0.25 claimed, samples say 0.5
+    record = timing_check(lying_mean, window_s=1.0, out_bytes=1 << 10)
+    assert not record["ok"] and "trimmed mean" in record["problems"][0]
+    unasked = _timed(0.5, [0.5] * 100, [1.0] * 100)
+    record = timing_check(unasked, window_s=None, out_bytes=1 << 10, asked=False)
+    assert not record["ok"] and unasked.speedup is None
+    rounded = _timed(0.123456, [0.12346] * 60 + [0.12345] * 40, [1.0] * 100)  # samples rounded to 1e-5 ms
+    rounded.kernel_ms = 0.123456
+    rounded.speedup = 1.0 / 0.123456
+    assert timing_check(rounded, window_s=1.0, out_bytes=1 << 10)["ok"]
+
+
 def test_a_shape_mismatch_in_a_later_trial_names_the_trial() -> None:
     judge = _judge_with({"label": "the task's own inputs, shape case 'odd' (dim=7)"})
     first = torch.relu(_inputs(0))

@@ -252,3 +252,35 @@ def test_akg_check_enforce_fails_a_kernel_that_does_not_lower(env: LowerEnv, mon
     assert akg(["check", str(good_file), *common]) == 0
     passed = EvalResult.from_dict(json.loads(capsys.readouterr().out))
     assert passed.ok and [f["rule"] for f in passed.ascend_checks if f.get("layer")] == ["lowered"]
+
+
+def test_the_workers_output_is_read_within_bounds() -> None:
+    """A kernel whose lowering prints without end (``tl.static_print`` in an unrolled loop) must not
+    fill the caller's memory: the replies are kept, the printing only in its first and last parts."""
+    import subprocess
+    import sys
+
+    from ascend_kernel_gym.evaluation import lower_stage
+
+    flood = (
+        "import sys\n"
+        "request = sys.stdin.read()\n"
+        "sys.stdout.write('REPLY ' + request + '\\n'); sys.stdout.flush()\n"
+        "chunk = 'A' * (1 << 20)\n"
+        "for _ in range(48):\n"
+        "    sys.stderr.write(chunk)\n"
+        "sys.stderr.write('THE END')\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", flood], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True,
+    )  # fmt: skip
+    out, err, timed_out = lower_stage._bounded_communicate(proc, b'{"k": 1}', timeout_s=120)
+    assert out == b'REPLY {"k": 1}\n' and not timed_out
+    assert len(err) < 3 * lower_stage.KEEP_ERROR_BYTES and err.endswith(b"THE END") and b"bytes cut" in err
+    sleeper = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    out, err, timed_out = lower_stage._bounded_communicate(sleeper, b"{}", timeout_s=1)
+    assert timed_out and sleeper.returncode is not None

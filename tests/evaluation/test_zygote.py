@@ -602,3 +602,35 @@ def test_a_childs_printed_output_is_read_through_the_zygotes_own_descriptor(tmp_
             zygote._discard(child)
         zygote._reap(block=True)
     assert first.output_fd == -1 and not os.path.exists(first.sandbox)
+
+
+def test_a_stream_the_harness_never_writes_ends_as_a_violation_not_a_crash() -> None:
+    """A child past the Python layers once crashed the zygote (and left itself running) with a
+    result nested too deeply to parse, a trial header making a meta tensor of 2**62 elements, or a
+    partial result with fields an EvalResult lacks; a trial before the plan made the zygote buffer
+    without bound. Each is now the child's own broken stream."""
+    from ascend_kernel_gym.evaluation.wire import PLAN, TRIAL
+
+    deep = ChildStream(_child(), "tok")
+    nested = b'{"token": "tok", "result": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    deep.feed(READY + JOB_TAKEN + RESULT + HEADER.pack(len(nested)) + nested)
+    assert deep.reply() is None and deep.garbled
+    early = ChildStream(_child(), "tok")
+    early.feed(READY + JOB_TAKEN + PLAN + TRIAL + HEADER.pack(16) + b"x" * 64)  # no plan was sent
+    assert early.garbled and early.pending == b""
+    judged = ChildStream(_child(), "tok")
+    judged.plan_sent = True
+    judged.feed(READY + JOB_TAKEN + TRIAL)
+    assert judged.in_trial and not judged.garbled
+    from ascend_kernel_gym.evaluation.result import EvalResult
+
+    run = ChildStream(_child(), "tok")
+    run.partial = {"not_a_field": 1}
+    job = _job()
+    job.first_result = lambda: EvalResult(task_id="core/L1/relu", backend="interpreter", profile="small", code_hash="h")
+    reply = final_reply(run, job, _relu_judge())
+    assert reply["error_type"] == "sandbox_violation" and reply["hack"] and not reply["correct"]
+    judge = _relu_judge()
+    header = {"index": 0, "tensors": [{"shape": [1 << 31, 1 << 31], "dtype": "float32", "device": "meta"}]}
+    verdict = judge.judge(header, b"")
+    assert verdict.action == "fail" and verdict.failure.error_type.value in ("sandbox_violation", "harness_error")

@@ -12,6 +12,7 @@ import builtins
 import collections
 import dataclasses
 import functools
+import gc
 import importlib
 import json
 import os
@@ -56,6 +57,8 @@ SCENARIOS = {
     "dataclass_and_namedtuple": (
         "@DATACLASSES.dataclass\nclass C:\n    x: int = 1\nC()\nCOLLECTIONS.namedtuple('P', 'a b')(1, 2)"
     ),
+    # a library handed gc.get_objects (torch's tree_map did it) reads the heap for the candidate
+    "heap_through_library": "LIBRARY.call(GC.get_objects)",
     # an import the candidate has importlib make for it is its own import (of a module not loaded yet)
     "import_through_importlib": "IMPORTLIB.import_module('colorsys')",
     # the replaced functions' closures hold nothing that switches the guard off
@@ -83,6 +86,9 @@ LIBRARY_SOURCE = (
     "    subprocess.run(['true'], check=True)\n"
     # what subprocess does on Python >= 3.12 when it can: the os.posix_spawn audit event
     "    os.waitpid(os.posix_spawnp('true', ['true'], dict(os.environ)), 0)\n"
+    "\n"
+    "def call(fn):\n"
+    "    return fn()\n"
 )
 
 
@@ -131,6 +137,7 @@ def run(name: str, code: str | None, backend: str = "interpreter") -> str:
                 "POSIXSUBPROCESS": _posixsubprocess,
                 "BUILTINS": builtins,
                 "IMPORTLIB": importlib,
+                "GC": gc,
                 "THREADING": threading,
                 "FUNCTOOLS": functools,
                 "DATACLASSES": dataclasses,

@@ -1,0 +1,30 @@
+# ruff: noqa
+# expected: torch_fallback
+# task: core/L1/transpose
+# Round 2: torch.zeros(..., out=old_memory) was taken for a fresh allocation, which dropped the
+# taint of the whole storage (PyTorch's transposing copy sat in the rest of it). A factory operator
+# writing into existing memory now counts as a fill of its out= view.
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def decoy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0.0) * 2.0, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        scratch = torch.zeros(16)
+        decoy_kernel[(1,)](scratch, torch.empty_like(scratch), 16, BLOCK=16)
+        b, m, n = x.shape
+        count = b * m * n
+        buf = torch.empty(count + 1, dtype=x.dtype)
+        answer = buf[1:].view(b, n, m)
+        answer.copy_(x.transpose(1, 2))
+        torch.zeros(1, dtype=x.dtype, out=buf[:1])
+        return answer
