@@ -104,7 +104,12 @@ def _recorded_call(
             state.redirect or contextlib.nullcontext(),
             recorder.recording_forward(inputs) as stats,
         ):
+            errors_before = len(recorder.launch_errors)
             out = candidate(*inputs)
+            swallowed = recorder.swallowed_launch_error(errors_before)
+            if swallowed is not None:
+                recorder.refusal = recorder.refusal or swallowed
+                raise swallowed
             gc.collect(0)  # what the call left in cycles (the collector was off: all in the youngest generation)
             try:
                 out = plain_output(out)

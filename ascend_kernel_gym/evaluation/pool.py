@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import threading
@@ -208,6 +209,10 @@ class ZygoteHandle:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        # Its children died with it (PR_SET_PDEATHSIG) without cleaning up: their sandboxes go too.
+        root = self.info.get("root")
+        if isinstance(root, str) and Path(root).name.startswith("akg-pool-") and proc.poll() is not None:
+            shutil.rmtree(root, ignore_errors=True)
         for stream in (proc.stdin, proc.stdout):
             try:
                 if stream is not None:

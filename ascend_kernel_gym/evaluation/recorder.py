@@ -34,7 +34,7 @@ import torch
 import triton
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.errors import StageError, find_out_of_bounds
 from ascend_kernel_gym.evaluation.input_copies import conversion_dtypes, copied_input_piece, tensor_bytes, widened_from
 from ascend_kernel_gym.evaluation.launch_args import (
     MAX_RECORD_STRING,
@@ -181,6 +181,8 @@ class Recorder:
         #: the first refused kernel argument: raised where it was seen, and kept so that a
         #: candidate that swallows the exception (a ``with`` block) still ends as a hack
         self.refusal: StageError | None = None
+        #: errors raised by the candidate's own kernel launches (recorded calls only)
+        self.launch_errors: list[str] = []
         #: what the launch records left out (cut strings), for the result's warnings
         self.notes: list[str] = []
         self.arguments: LaunchArgumentPolicy | None = None
@@ -402,7 +404,16 @@ class Recorder:
                 probe = recorder._overwrite_probe(args, kwargs)
             finally:
                 recorder._suspended -= 1
-            result = original(fn_self, *args, grid=grid_tuple, warmup=warmup, **kwargs)
+            try:
+                result = original(fn_self, *args, grid=grid_tuple, warmup=warmup, **kwargs)
+            except BaseException as exc:
+                # Kept: a candidate that swallows it (a ``with`` block whose ``__exit__`` returns
+                # true) learnt something from inside the kernel (an index in an IndexError's text,
+                # a failed tl.assume as one bit), see :meth:`swallowed_launch_error`. An access out
+                # of bounds has its own record (the memory check's, ``out_of_bounds``).
+                if find_out_of_bounds(exc) is None:
+                    recorder.launch_errors.append(f"{type(exc).__name__} in kernel `{python_fn.__name__}`")
+                raise
             if probe is not None:
                 recorder._suspended += 1
                 try:
@@ -515,6 +526,19 @@ class Recorder:
             stats.input_bytes = self.input_bytes
             self.input_bytes = []
             self.input_dtypes = ()
+
+    def swallowed_launch_error(self, before: int) -> StageError | None:
+        """The refusal for a call of ``forward`` that returned although one of its kernel launches
+        raised (errors recorded since ``before``): the candidate's code caught the error, and an
+        error carries what the kernel saw out of it (its values, bit by bit). Honest code cannot
+        catch errors (the static stage refuses ``try``), so this is a hack."""
+        if len(self.launch_errors) <= before:
+            return None
+        return StageError(
+            ErrorType.FORBIDDEN,
+            f"a kernel launch raised ({self.launch_errors[before]}) and your code went on: catching the errors "
+            "of your kernels (with a context manager whose __exit__ returns true) is not allowed",
+        )
 
     def active(self) -> bool:
         return self.recording and not self._suspended

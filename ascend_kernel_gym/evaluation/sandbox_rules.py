@@ -129,6 +129,7 @@ FORBIDDEN_ATTR_NAMES: frozenset[str] = frozenset(
         "setprofile",
         "get_type_hints",
         "get_annotations",
+        "get_device_module",
         "evaluate_forward_ref",
         "ForwardRef",
         "str_to_ty",
@@ -227,6 +228,7 @@ FORBIDDEN_PATHS: dict[str, str] = {
     "torch.futures": "asynchronous work is not allowed",
     "typing.get_type_hints": "evaluating annotations runs code the checker cannot see",
     "typing_extensions.get_type_hints": "evaluating annotations runs code the checker cannot see",
+    "torch.get_device_module": "it hands out a module as a value",
     "typing.ForwardRef": EVAL_REFUSED,
     "typing_extensions.ForwardRef": EVAL_REFUSED,
     "typing.evaluate_forward_ref": EVAL_REFUSED,
@@ -322,6 +324,13 @@ FORBIDDEN_BUILTINS: dict[str, str] = {
     "credits": "not allowed",
     "license": "not allowed",
 }
+
+#: Builtins whose names the candidate may not bind (parameter, variable, def, import as): the
+#: resolver decides "this is the builtin" by name, without scopes.
+UNBINDABLE_BUILTINS: frozenset[str] = frozenset(
+    {"eval", "exec", "compile", "open", "__import__", "globals", "locals", "vars", "memoryview", "delattr"}
+    | {"getattr", "setattr", "hasattr", "type", "super", "object"}
+)
 
 #: ``getattr`` / ``setattr`` / ``hasattr`` are allowed only as direct calls with a literal
 #: attribute name; passing them around as values (``functools.reduce(getattr, ...)``) is refused.

@@ -878,7 +878,7 @@ def main() -> None:
     try:
         info = zygote.warm()
         zygote.start_spare()
-        write_message(proto_out, {"ready": True, "prefork": zygote.prefork, **info})
+        write_message(proto_out, {"ready": True, "prefork": zygote.prefork, "root": zygote.root, **info})
         while True:
             message = read_message(proto_in)
             if message is None:

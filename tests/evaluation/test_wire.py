@@ -49,11 +49,15 @@ def test_result_framing_round_trips_and_checks_the_token() -> None:
     assert json.loads(data[wire.HEADER.size :]) == {"token": "tok", "result": {"stage": "done", "correct": True}}
     assert wire.decode_result(data, "tok") == {"stage": "done", "correct": True}
     assert wire.decode_result(bytearray(data), "tok") == {"stage": "done", "correct": True}
-    assert wire.decode_result(data, "other") is None  # forged by another child
     assert all(wire.decode_result(data[:cut], "tok") is None for cut in range(len(data)))  # incomplete
-    assert wire.decode_result(wire.frame(b"not json"), "tok") is None
-    assert wire.decode_result(wire.frame(b'{"token": "tok", "result": 3}'), "tok") is None
-    assert wire.decode_result(wire.frame(b'["tok"]'), "tok") is None
+    # complete but not this job's result: the child's stream is broken (the harness never writes it)
+    deep = b'{"token": "tok", "result": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    for bad in (data, wire.frame(b"not json"), wire.frame(b'{"token": "tok", "result": 3}'), wire.frame(b'["tok"]')):
+        token = "other" if bad is data else "tok"  # the first: forged by another child
+        with pytest.raises(wire.WireError):
+            wire.decode_result(bad, token)
+    with pytest.raises(wire.WireError, match="RecursionError"):
+        wire.decode_result(wire.frame(deep), "tok")
 
 
 def test_control_bytes_are_distinct_single_bytes() -> None:

@@ -347,6 +347,7 @@ def test_trials_stream_through_the_judge_and_a_wrong_one_ends_the_child(tmp_path
     child = Child(pid=0, job_fd=write_fd, result_fd=-1, sandbox="")
     judge = _relu_judge()
     run = ChildStream(child, "tok")
+    run.plan_sent = True  # trials come only after the plan
     good = torch.relu(torch.linspace(-1, 1, 4))
     stream = READY + JOB_TAKEN + _trial_bytes(0, good, again=good) + _trial_bytes(1, torch.zeros(4) + 3)
     for start in range(0, len(stream), 5):  # any chunking
@@ -359,6 +360,7 @@ def test_trials_stream_through_the_judge_and_a_wrong_one_ends_the_child(tmp_path
     assert reply["stage"] == "correctness" and reply["compiled"] is True
     # A wrong first trial asks for the probe (one byte back), no verdict yet.
     first = ChildStream(child, "tok")
+    first.plan_sent = True
     first.feed(READY + JOB_TAKEN + _trial_bytes(0, good + 1, again=good + 1))
     assert zygote._judge_trials(first, _relu_judge()) is False and os.read(read_fd, 8) == PROBE
     os.close(read_fd)
@@ -498,16 +500,17 @@ def test_a_trial_larger_than_the_judge_allows_is_refused_before_it_is_buffered()
 
     small = _trial_bytes(0, torch.ones(4), again=torch.ones(4))
     accepted = ChildStream(_child(), "tok")
-    accepted.trial_limit = 64
+    accepted.plan_sent, accepted.trial_limit = True, 64
     accepted.feed(JOB_TAKEN + small)
     assert len(accepted.trials) == 1 and not accepted.garbled and not accepted.oversized
     big = _trial_bytes(0, torch.ones(1000), again=torch.ones(1000))
     refused = ChildStream(_child(), "tok")
-    refused.trial_limit = 4096
+    refused.plan_sent, refused.trial_limit = True, 4096
     body_at = len(big) - 8000  # the header and the body's announced size, none of the body
     refused.feed(JOB_TAKEN + big[:body_at])
     assert refused.garbled and not refused.trials and "8000 bytes" in refused.oversized
     huge_header = ChildStream(_child(), "tok")
+    huge_header.plan_sent = True
     huge_header.feed(JOB_TAKEN + b"T" + HEADER.pack(1 << 40))
     assert huge_header.garbled and not huge_header.oversized
 
@@ -583,6 +586,8 @@ def test_a_childs_printed_output_is_read_through_the_zygotes_own_descriptor(tmp_
     first = zygote._fork_child()
     second = zygote._fork_child()
     try:
+        for child in (first, second):  # set up (its output redirected) and waiting for a job
+            assert os.read(child.result_fd, 1) == READY
         output = Path(first.sandbox) / "output.txt"
         with open(output, "a") as handle:
             handle.write("printed before the swap\n")
