@@ -8,6 +8,8 @@ before and without any tensor work.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -236,3 +238,35 @@ class ChildStream:
         if parsed is None or parsed[1].get("token") != self.token:
             return None
         return parsed[1], parsed[2]
+
+
+def die_with_parent(parent: int) -> None:
+    """In a freshly forked child: be killed when the zygote dies (a zygote that crashed in the middle
+    of a job must not leave its children running unwatched, without limits)."""
+    try:
+        from ascend_kernel_gym.evaluation.os_sandbox_calls import PR_SET_PDEATHSIG, prctl
+
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except Exception:  # noqa: BLE001, S110 - no prctl here: the zygote's shutdown still kills it
+        pass
+    if os.getppid() != parent:  # the zygote died before the death signal was set
+        os._exit(70)
+
+
+#: why a child whose messages to the zygote broke the protocol failed
+GARBLED_STREAM = (
+    "sandbox: your code wrote to the harness's result pipe (a message the harness never sends: a malformed "
+    "result, a trial nobody asked for, a stray byte)"
+)
+
+
+def read_output_tail(fd: int, cap: int) -> str:
+    """The last ``cap`` bytes a child printed, read through the descriptor the zygote opened on its
+    ``output.txt`` before the fork (whatever the candidate put at that path since)."""
+    if fd < 0:
+        return ""
+    try:
+        size = os.fstat(fd).st_size
+        return os.pread(fd, cap, max(0, size - cap)).decode("utf-8", errors="replace")
+    except OSError:
+        return ""

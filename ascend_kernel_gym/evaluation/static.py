@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ascend_kernel_gym.evaluation import sandbox_rules as rules
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType
-from ascend_kernel_gym.evaluation.static_names import is_main_guard, name_problems
+from ascend_kernel_gym.evaluation.static_names import binding_problems, is_main_guard, name_problems
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 #: warnings a report keeps (then one line says how many more there were)
@@ -232,50 +232,6 @@ class _Checker(ast.NodeVisitor):
     def _allowed_hint() -> str:
         allowed = sorted(rules.ALLOWED_IMPORT_ROOTS - {"__future__"})
         return "a kernel may import only " + ", ".join(allowed)
-
-    # --- pre-pass: bindings the resolver cannot follow -------------------------------------------
-    def check_bindings(self) -> None:
-        """Refuse bindings that would let a name mean something else than the resolver thinks: a
-        dangerous builtin's name bound anywhere (the resolver's name table has no scopes, so one
-        parameter named ``getattr`` made every ``getattr`` of the file unchecked), one name
-        imported as two different modules (the last binding the resolver saw won), and imports in
-        a class body (``Ns.e`` then holds a module the resolver never follows)."""
-        imported: dict[str, set[str]] = {}
-        for node in self._nodes:
-            bound: list[tuple[str, ast.AST]] = []
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                bound.append((node.id, node))
-            elif isinstance(node, ast.arg):
-                bound.append((node.arg, node))
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                bound.append((node.name, node))
-                if isinstance(node, ast.ClassDef):
-                    for stmt in node.body:
-                        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                            self.fail(stmt, "imports in a class body are forbidden: import at the top of the file")
-            elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    name = alias.asname or alias.name.split(".")[0]
-                    bound.append((name, node))
-                    imported.setdefault(name, set()).add(alias.name if alias.asname else name)
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                for alias in node.names:
-                    if alias.name != "*":
-                        name = alias.asname or alias.name
-                        bound.append((name, node))
-                        imported.setdefault(name, set()).add(f"{node.module}.{alias.name}")
-            elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-                bound.append((node.name, node))
-            elif isinstance(node, ast.ExceptHandler) and node.name:
-                bound.append((node.name, node))
-            for name, where in bound:
-                if name in rules.UNBINDABLE_BUILTINS:
-                    self.fail(
-                        where, f"binding the name `{name}` is forbidden: it would hide the builtin from the checks"
-                    )
-        for name, targets in imported.items():
-            if len(targets) > 1:
-                self.fail(None, f"`{name}` is imported as {len(targets)} different things; give each its own name")
 
     # --- pre-pass: aliases --------------------------------------------------------------------
     def collect_aliases(self) -> None:
@@ -926,7 +882,8 @@ def check_source(code: str) -> StaticReport:
     try:
         _set_parents(tree)
         checker.collect_aliases()
-        checker.check_bindings()
+        for problem in binding_problems(tree):
+            checker.fail_line(problem.line, problem.message)
         for stmt in tree.body:
             checker.visit(stmt)
         for problem in name_problems(tree):

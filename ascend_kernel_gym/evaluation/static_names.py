@@ -338,3 +338,47 @@ def name_problems(tree: ast.Module) -> list[NameProblem]:
                 )
     problems.sort(key=lambda p: p.line)
     return problems
+
+
+def binding_problems(tree: ast.Module) -> list[NameProblem]:
+    """Bindings that would let a name mean something else than the static stage's resolver
+    thinks (its alias table has no scopes): a dangerous builtin's name bound anywhere (one
+    parameter named ``getattr`` made every ``getattr`` of the file unchecked), one name imported
+    as two different things (the resolver kept the last binding it saw, not Python's), and
+    imports in a class body (``Ns.e`` then holds a module the resolver never follows)."""
+    problems: list[NameProblem] = []
+    imported: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        bound: list[str] = []
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.append(node.id)
+        elif isinstance(node, ast.arg):
+            bound.append(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.append(node.name)
+            if isinstance(node, ast.ClassDef):
+                for stmt in node.body:
+                    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                        message = "imports in a class body are forbidden: import at the top of the file"
+                        problems.append(NameProblem("import", stmt.lineno, message))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                name = alias.asname or alias.name.split(".")[0]
+                bound.append(name)
+                imported.setdefault(name, set()).add(alias.name if alias.asname else name)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                if alias.name != "*":
+                    bound.append(alias.asname or alias.name)
+                    imported.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar, ast.ExceptHandler)) and node.name:
+            bound.append(node.name)
+        for name in bound:
+            if name in rules.UNBINDABLE_BUILTINS:
+                message = f"binding the name `{name}` is forbidden: it would hide the builtin from the checks"
+                problems.append(NameProblem(name, getattr(node, "lineno", 0), message))
+    for name, targets in imported.items():
+        if len(targets) > 1:
+            message = f"`{name}` is imported as {len(targets)} different things; give each its own name"
+            problems.append(NameProblem(name, 0, message))
+    return problems

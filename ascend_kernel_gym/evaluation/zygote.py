@@ -36,7 +36,15 @@ import tempfile
 import time
 from typing import Any
 
-from ascend_kernel_gym.evaluation.child_stream import Child, ChildStream, harness_failure, rss_bytes
+from ascend_kernel_gym.evaluation.child_stream import (
+    GARBLED_STREAM,
+    Child,
+    ChildStream,
+    die_with_parent,
+    harness_failure,
+    read_output_tail,
+    rss_bytes,
+)
 from ascend_kernel_gym.evaluation.device_lease import PAUSE_MAX_S, DeviceLease, LeaseKeeper, device_key, lease_enabled
 from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.remote_judge import RemoteJudge
@@ -294,7 +302,7 @@ class Zygote:
         parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: keeps only its own two pipe ends
-            _die_with(parent)
+            die_with_parent(parent)
             for fd in (0, 1, self.proto_in, self.proto_out, job_write, result_read, output_fd, *self.harness_fds):
                 try:
                     os.close(fd)
@@ -474,7 +482,7 @@ class Zygote:
         self._release_pipes(child)
         output_tail = ""
         if reply is None or run.failure is not None or run.reason == "timeout":
-            output_tail = _output_tail(child.output_fd, job.output_cap)
+            output_tail = read_output_tail(child.output_fd, job.output_cap)
         if reply is not None and (run.failure is not None or run.reason == "timeout"):
             reply["output_tail"] = output_tail
         self._remove_sandbox(child)
@@ -826,38 +834,6 @@ class Zygote:
 
     proto_in = -1
     proto_out = -1
-
-
-def _die_with(parent: int) -> None:
-    """In a freshly forked child: be killed when the zygote dies (a zygote that crashed in the middle
-    of a job must not leave its children running unwatched, without limits)."""
-    try:
-        from ascend_kernel_gym.evaluation.os_sandbox_calls import PR_SET_PDEATHSIG, prctl
-
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except Exception:  # noqa: BLE001, S110 - no prctl here: the zygote's shutdown still kills it
-        pass
-    if os.getppid() != parent:  # the zygote died before the death signal was set
-        os._exit(70)
-
-
-#: why a child whose messages to the zygote broke the protocol failed
-GARBLED_STREAM = (
-    "sandbox: your code wrote to the harness's result pipe (a message the harness never sends: a malformed "
-    "result, a trial nobody asked for, a stray byte)"
-)
-
-
-def _output_tail(fd: int, cap: int) -> str:
-    """The last ``cap`` bytes a child printed, read through the descriptor the zygote opened on its
-    ``output.txt`` before the fork (whatever the candidate put at that path since)."""
-    if fd < 0:
-        return ""
-    try:
-        size = os.fstat(fd).st_size
-        return os.pread(fd, cap, max(0, size - cap)).decode("utf-8", errors="replace")
-    except OSError:
-        return ""
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, Evaluator
 from ascend_kernel_gym.evaluation import zygote as zygote_module
-from ascend_kernel_gym.evaluation.child_stream import Child, ChildStream
+from ascend_kernel_gym.evaluation.child_stream import Child, ChildStream, read_output_tail
 from ascend_kernel_gym.evaluation.verdict import final_reply
 from ascend_kernel_gym.evaluation.wire import HEADER, JOB_TAKEN, QUIET, READY, RESULT, TIMED, encode_result
 from ascend_kernel_gym.evaluation.zygote import Zygote
@@ -591,14 +591,14 @@ def test_a_childs_printed_output_is_read_through_the_zygotes_own_descriptor(tmp_
         output = Path(first.sandbox) / "output.txt"
         with open(output, "a") as handle:
             handle.write("printed before the swap\n")
-        assert zygote_module._output_tail(first.output_fd, 4096) == "printed before the swap\n"
+        assert read_output_tail(first.output_fd, 4096) == "printed before the swap\n"
         output.unlink()
         output.symlink_to(secret)
-        assert "SECRET" not in zygote_module._output_tail(first.output_fd, 4096)
+        assert "SECRET" not in read_output_tail(first.output_fd, 4096)
         output.unlink()
         os.mkfifo(output)  # opened by path, a FIFO with no writer would block the zygote
-        assert zygote_module._output_tail(first.output_fd, 4096) == "printed before the swap\n"
-        assert zygote_module._output_tail(first.output_fd, 8) == "he swap\n"
+        assert read_output_tail(first.output_fd, 4096) == "printed before the swap\n"
+        assert read_output_tail(first.output_fd, 8) == "he swap\n"
         # the next child does not inherit the first one's descriptor
         held = {os.path.realpath(f"/proc/{second.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{second.pid}/fd")}
         assert not any(path.startswith(first.sandbox) for path in held)
