@@ -108,8 +108,7 @@ def _recorded_call(
             out = candidate(*inputs)
             swallowed = recorder.swallowed_launch_error(errors_before)
             if swallowed is not None:
-                recorder.refusal = recorder.refusal or swallowed
-                raise swallowed
+                recorder.refuse(swallowed)
             gc.collect(0)  # what the call left in cycles (the collector was off: all in the youngest generation)
             try:
                 out = plain_output(out)

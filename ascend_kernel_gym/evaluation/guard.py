@@ -98,13 +98,13 @@ _FS_EVENTS = {
     "shutil.chown": (0,),
 }
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-#: Refused when the Python frame that triggers them is the candidate's own code (stdlib helpers
-#: such as ``dataclasses`` and ``collections.namedtuple`` use exec / _getframe legitimately).
-_IMMEDIATE_EVENTS = frozenset(
+#: Refused when the candidate asks for them, itself or through standard-library code acting for it
+#: (:func:`_asked_by_candidate`; ``dataclasses`` and ``namedtuple`` use exec / _getframe for their own).
+_ASKED_EVENTS = frozenset(
     {"exec", "compile", "code.__new__", "function.__new__", "sys._getframe", "sys._getframemodulename"}
 )
 #: Refused whenever the candidate's code is on the stack, unless the harness's own code asks.
-_NEAREST_EVENTS = frozenset(
+_ON_STACK_EVENTS = frozenset(
     {
         "sys._current_frames",
         "sys.settrace",
@@ -130,8 +130,8 @@ _WATCHED = frozenset(
         "object.__getattr__",
         *_PROCESS_EVENTS,
         *_FS_EVENTS,
-        *_IMMEDIATE_EVENTS,
-        *_NEAREST_EVENTS,
+        *_ASKED_EVENTS,
+        *_ON_STACK_EVENTS,
     }
 )
 _WATCHED_PREFIXES = ("socket.", "ctypes.")
@@ -291,10 +291,6 @@ class SandboxGuard:
         """Kind of the nearest frame outside the guard, the import machinery and the stdlib."""
         return _nearest(self.config, sys._getframe(1), ("guard", "frozen", "stdlib"))[0]
 
-    def _immediate(self) -> str:
-        """Kind of the Python frame that triggered the event (the guard and importlib skipped)."""
-        return _nearest(self.config, sys._getframe(1), ("guard", "frozen"))[0]
-
     def _inside(self, path: Any) -> bool:
         if isinstance(path, int):
             return True  # an already-open descriptor
@@ -406,17 +402,18 @@ class SandboxGuard:
             if _asked_by_candidate(self.config, sys._getframe(1)):
                 self._refuse(f"tried to read `.{args[1]}` (frames and code objects are off limits)")
             return
-        if event in _IMMEDIATE_EVENTS:
+        if event in _ASKED_EVENTS:
             helpers = CODEGEN_HELPERS if event in _CODE_EVENTS else FRAME_HELPERS
             if _asked_by_candidate(self.config, sys._getframe(1), helpers=helpers):
                 self._refuse(f"tried to use {event}")
             return
-        if event in _NEAREST_EVENTS:
+        if event in _ON_STACK_EVENTS:
             # Nothing of Triton's or PyTorch's reads the heap, traces or lists threads while a
             # candidate's call runs; a library calling it then was handed it by the candidate
             # (``tree_map(gc.get_objects, ...)``). Only the harness's own code may.
-            origin = _nearest(self.config, sys._getframe(1), ("guard", "frozen"))[0]
-            if origin != "harness" and _candidate_on_stack(self.config, sys._getframe(1)):
+            start = sys._getframe(1)
+            origin = _nearest(self.config, start, ("guard", "frozen"))[0]
+            if origin != "harness" and _candidate_on_stack(self.config, start):
                 self._refuse(f"tried to use {event}")
             return
         if event.startswith("ctypes."):

@@ -28,7 +28,7 @@ import sys
 import types
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 import triton
@@ -119,16 +119,17 @@ def _refuse_foreign_hooks(autotuner: Any, config: Any) -> None:
             )
 
 
-def _refuse_pre_run_hooks(kernel: Any) -> None:
-    """A kernel's pre-run hooks run inside Triton's launch, also in the overwrite probe's unrecorded
-    second run, and a chain of C callables (``partial``, ``map``) leaves no frame of the
-    candidate's to tell them apart: any that is not a plain function of Triton's (or the
-    harness's) own source is refused (``__module__`` would not do: ``functools.wraps`` copies it)."""
+def _trusted_pre_run_hooks(kernel: Any) -> bool:
+    """Whether every pre-run hook of ``kernel`` is a plain function of Triton's (or the harness's)
+    own source. Hooks run inside Triton's launch, also in the overwrite probe's unrecorded second
+    run, and a chain of C callables (``partial``, ``map``) leaves no frame of the candidate's to
+    tell them apart (``__module__`` would not do: ``functools.wraps`` copies it)."""
     hooks = getattr(kernel, "__dict__", {}).get("pre_run_hooks") or []
     for hook in hooks if type(hooks) is list else [hooks]:
         code = hook.__code__ if type(hook) is types.FunctionType else None
         if code is None or not code.co_filename.startswith(_TRUSTED_HOOK_DIRS):
-            raise StageError(ErrorType.FORBIDDEN, PRE_RUN_HOOK_REFUSED)
+            return False
+    return True
 
 
 def _is_constexpr_annotation(annotation: Any) -> bool:
@@ -235,11 +236,15 @@ class Recorder:
         if self.arguments is None:
             return
         refusal = self.arguments.check(kernel if type(kernel) is str else "?", named)
-        if refusal is None:
-            return
+        if refusal is not None:
+            self.refuse(refusal)
+
+    def refuse(self, refusal: StageError) -> NoReturn:
+        """Raise ``refusal``, and keep the first one: a candidate that swallows the exception (a
+        ``with`` block whose ``__exit__`` returns true) still ends as that refusal, a hack."""
         if self.refusal is None:
             self.refusal = refusal
-        raise StageError(refusal.error_type, refusal.message)
+        raise StageError(refusal.error_type, refusal.message, hack=refusal.hack)
 
     def _suspending(self, method: Any, check_args: bool = False) -> Any:
         recorder = self
@@ -370,11 +375,8 @@ class Recorder:
 
         @functools.wraps(original)
         def run(fn_self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-            try:
-                _refuse_pre_run_hooks(fn_self)
-            except StageError as refusal:
-                recorder.refusal = recorder.refusal or refusal  # also when the candidate swallows it
-                raise
+            if not _trusted_pre_run_hooks(fn_self):
+                recorder.refuse(StageError(ErrorType.FORBIDDEN, PRE_RUN_HOOK_REFUSED))
             names = list(getattr(fn_self, "arg_names", None) or [])
             recorder.check_arguments(
                 getattr(getattr(fn_self, "fn", None), "__name__", "?"), named_arguments(names, args, kwargs)
@@ -513,10 +515,16 @@ class Recorder:
         self.input_bytes = [tensor_bytes(t) for t in _tensors(inputs) if torch.Tensor.is_contiguous(t)]
         self.input_dtypes = conversion_dtypes(_tensors(inputs))
         self.recording = True
+        # A collection could start inside the mode's own handler, where PyTorch has the mode off,
+        # and run a finaliser of the candidate's there unseen: the collector stays off meanwhile.
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             with mode:
                 yield stats
         finally:
+            if collecting:
+                gc.enable()
             self.recording = False
             stats.launches = self.launch_count - stats.launches_before
             stats.ops = self.ops - stats.ops_before
@@ -781,16 +789,10 @@ class _OpRecordingMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         # While this runs PyTorch has taken the mode off its stack: an operator called from here
-        # is seen by nobody. The garbage collector stays off meanwhile, so that no finaliser of
-        # the candidate's (a generator's ``finally``) runs here; nothing below calls a tensor
-        # method through the instance either (an instance attribute can hide one).
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            return self._dispatch(func, args, kwargs or {})
-        finally:
-            if collecting:
-                gc.enable()
+        # is seen by nobody. No finaliser of the candidate's runs here (the collector is off while
+        # the mode records, see ``Recorder.recording_forward``), and nothing below calls a tensor
+        # method through the instance (an instance attribute can hide one).
+        return self._dispatch(func, args, kwargs or {})
 
     def _dispatch(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         recorder = self._recorder
@@ -804,11 +806,12 @@ class _OpRecordingMode(TorchDispatchMode):
             op = f"{namespace}.{name}"
             recorder.ops[op] += 1
             if namespace == "aten":
-                if (name in UNINITIALISED_TORCH_OPS or name in FRESH_MEMORY_TORCH_OPS) and "out" in kwargs:
-                    for tensor in _tensors(kwargs["out"]):  # ``torch.zeros(..., out=t)``: a fill of old memory
-                        recorder.record_fill(name, tensor)
-                elif name in UNINITIALISED_TORCH_OPS or name in FRESH_MEMORY_TORCH_OPS:
-                    recorder.forget(out)  # the allocator may hand back a tainted address
+                if name in UNINITIALISED_TORCH_OPS or name in FRESH_MEMORY_TORCH_OPS:
+                    if "out" in kwargs:  # ``torch.zeros(..., out=t)``: a fill of old memory
+                        for tensor in _tensors(kwargs["out"]):
+                            recorder.record_fill(name, tensor)
+                    else:
+                        recorder.forget(out)  # the allocator may hand back a tainted address
                 if name in UNINITIALISED_TORCH_OPS:
                     recorder.poison(out)
                 recorder.record_write(op, args, kwargs, out)

@@ -225,8 +225,6 @@ class _Checker(ast.NodeVisitor):
         if reason is not None:
             self.fail(node, f"`{path}` is forbidden: {reason}")
             return
-        if root == "operator" and len(parts) > 1 and parts[1] in ("attrgetter", "methodcaller"):
-            self.fail(node, f"`{path}` is forbidden: dynamic attribute access is not allowed")
 
     @staticmethod
     def _allowed_hint() -> str:
@@ -403,8 +401,7 @@ class _Checker(ast.NodeVisitor):
             self.fail(node, f"the name `{node.id}` is forbidden (dunder names reach interpreter internals)")
             return
         path = self.resolve(node)
-        if path == rules.WRAPS_PATH and not getattr(node, "_akg_called", False):
-            self.fail(node, rules.WRAPS_RULE)
+        self._refuse_wraps_as_value(node, path)
         if path and path.startswith("builtins."):
             name = path.split(".", 1)[1]
             if name in rules.FORBIDDEN_BUILTINS:
@@ -488,8 +485,7 @@ class _Checker(ast.NodeVisitor):
         path = self.resolve(node)
         if path is not None and not inner:
             self.check_path(node, path)
-            if path == rules.WRAPS_PATH and not getattr(node, "_akg_called", False):
-                self.fail(node, rules.WRAPS_RULE)
+            self._refuse_wraps_as_value(node, path)
             if isinstance(node.ctx, (ast.Store, ast.Del)) and len(self.report.violations) == before:
                 self.fail(node, f"assigning to `{path}` is forbidden (monkeypatching libraries is not allowed)")
             elif isinstance(node.ctx, ast.Load) and not path.startswith("builtins.") and self._escapes_to(node):
@@ -538,6 +534,12 @@ class _Checker(ast.NodeVisitor):
             last = path.rsplit(".", 1)[-1]
             if path.startswith("torch.nn.functional.") or last in rules.COMPUTE_METHODS or last[:1].islower():
                 self.warn(node, f"`{path}` in forward computes with PyTorch; do that work in your Triton kernel")
+
+    def _refuse_wraps_as_value(self, node: ast.Name | ast.Attribute, path: str | None) -> None:
+        """``functools.wraps`` anywhere but as the callee of a call (an alias, a list item, a
+        partial's argument): its result's keywords could then be edited."""
+        if path == rules.WRAPS_PATH and not getattr(node, "_akg_called", False):
+            self.fail(node, rules.WRAPS_RULE)
 
     def visit_Call(self, node: ast.Call) -> None:
         func_path = self.resolve(node.func)

@@ -16,15 +16,17 @@ def final_reply(run: ChildStream, job: Any, judge: Any, keeper: LeaseKeeper | No
     """The evaluation's result: the candidate child's, with what the judge decided."""
     from ascend_kernel_gym.evaluation.errors import record_failure
     from ascend_kernel_gym.evaluation.judge import merge_final, timing_check
-    from ascend_kernel_gym.evaluation.result import EvalResult, bound_result
+    from ascend_kernel_gym.evaluation.result import bound_result
 
     reply = run.reply()
     failure = run.failure  # set by the judge, or by the zygote for a broken stream
     # A result (or a trial's partial result) that does not read as an EvalResult was not written
     # by the harness: the child's code wrote it.
-    if reply is not None and _parsed(reply) is None:
+    parsed = _parsed(reply) if reply is not None else None
+    if reply is not None and parsed is None:
         reply, failure = None, failure or _forged()
-    if run.partial is not None and _parsed(run.partial) is None:
+    partial = _parsed(run.partial) if run.partial is not None else None
+    if run.partial is not None and partial is None:
         run.partial, failure = None, failure or _forged()
     if (
         failure is None
@@ -37,15 +39,14 @@ def final_reply(run: ChildStream, job: Any, judge: Any, keeper: LeaseKeeper | No
     if reply is None and run.reason == "timeout" and run.taken:
         return timeout_reply(run, job, judge)
     if failure is not None:
-        base = run.partial if run.partial is not None else reply
-        result = job.first_result() if base is None else EvalResult.from_dict(base)
+        result = partial if partial is not None else parsed if parsed is not None else job.first_result()
         result.trials_passed = judge.passed
         record_failure(result, failure)
         run.failure = failure
         return bound_result(result).to_dict()
-    if reply is None:
+    if parsed is None:
         return None
-    result = EvalResult.from_dict(reply)
+    result = parsed
     if judge is not None:  # otherwise the child judged itself (device backends)
         merge_final(result, judge)
     if any(claim is not None for claim in (result.speedup, result.kernel_ms, result.ref_ms)):
