@@ -165,6 +165,7 @@ def row_of(item: dict[str, Any], result: EvalResult, finished_s: float) -> dict[
         "kernel_ms": result.kernel_ms,
         "ref_ms": result.ref_ms,
         "cushion_ms": result.timing.get("cushion_ms"),
+        "gate": result.timing.get("gate"),
         "host": result.timing.get("host"),
         "stages": result.stage_durations,
     }
@@ -196,6 +197,13 @@ def _num(value: Any, fmt: str = ".2f") -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def held_s(run: dict[str, Any]) -> float | None:
+    """Seconds the run's evaluations held the device alone (their timed calls), summed."""
+    spans = [(row.get("lease") or {}).get("span") for row in run["rows"]]
+    spans = [s for s in spans if s and len(s) == 2]
+    return sum(b - a for a, b in spans) if spans else None
+
+
 def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     lines = [
         f"# Evaluations per device: {meta['backend']}, {meta['requests']} requests per burst",
@@ -207,9 +215,9 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
         f"cache off, {meta['reps']} timed reps per model, Ascend checks {meta['ascend']}",
         f"- baseline: c={runs[0]['per_device']} {runs[0]['order']}" if runs else "- no run finished",
         "",
-        "| workers/device | order | eval/min | x baseline | burst s | warm-up s | p50 s | p95 s | correct | "
-        "verdicts changed | speedups compared | max rel diff | median rel diff | > 3 % |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| workers/device | order | eval/min | x baseline | burst s | device held s | warm-up s | p50 s | p95 s | "
+        "correct | verdicts changed | speedups compared | max rel diff | median rel diff | > 3 % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     base = runs[0] if runs else None
     for run in runs:
@@ -217,7 +225,8 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
         ratio = run["per_min"] / base["per_min"] if base and base["per_min"] and run["per_min"] else None
         lines.append(
             f"| {run['per_device']} ({run['workers']} in all) | {run['order']} | {_num(run['per_min'], '.1f')} | "
-            f"{_num(ratio)} | {_num(run['makespan_s'], '.1f')} | {_num(run['warm_s'], '.1f')} | "
+            f"{_num(ratio)} | {_num(run['makespan_s'], '.1f')} | {_num(held_s(run), '.1f')} | "
+            f"{_num(run['warm_s'], '.1f')} | "
             f"{_num(run['p50_s'])} | {_num(run['p95_s'])} | {run['ok']}/{len(run['rows'])} | "
             f"{len(cmp.get('verdicts_changed', []))} | {cmp.get('compared', 0)} | "
             f"{_num(cmp.get('max_rel'), '.2%')} | {_num(cmp.get('median_rel'), '.2%')} | {cmp.get('over', 0)} |"
@@ -280,7 +289,9 @@ def main(argv: list[str] | None = None) -> int:
         "cores": os.cpu_count(),
         "versions": package_versions(),
         "python": platform.python_version(),
-        "command": "python "
+        "command": " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("AKG_"))
+        + (" " if any(k.startswith("AKG_") for k in os.environ) else "")
+        + "python "
         + " ".join([os.path.relpath(__file__, ROOT), *(argv if argv is not None else sys.argv[1:])]),
         "tasks": len(tasks),
         "requests": len(items),

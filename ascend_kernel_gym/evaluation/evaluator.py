@@ -496,6 +496,8 @@ class Evaluator:
                 "ascend": [self.ascend_checks, self.ascend_profile, self.ascend_lower],
                 "reps": [self.profile_reps, self.profile_warmup],
                 "os_sandbox": self.os_sandbox,
+                # the timing stage's gate on cuda (evaluation/device_gate.py) changes how calls are timed
+                "timing_gate": os.environ.get("AKG_TIMING_GATE", "").strip().lower(),
                 "version": __version__,
                 "harness": harness_fingerprint(),
             }

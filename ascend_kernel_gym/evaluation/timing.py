@@ -8,15 +8,20 @@ itself is :func:`time_side_by_side`):
   fingerprint kept on the device, has nothing to hit; before each timed call the set is copied
   (outside the timed window) to a fresh random place in the model's input arena
   (``placement.InputArena``), so every timed call uses inputs at another place in device memory;
+- the rounds' input sets are drawn before the device is held alone, as many as fit in
+  ``DRAW_AHEAD_SHARE`` of the free memory (the rest are drawn in their rounds; the values are
+  the same either way);
 - warm-up calls of both models (at least ``warmup`` each and at least ``WARMUP_S`` seconds),
-  then ``reps`` rounds; in each round the candidate and the reference run in a random order;
+  which need no quiet device; then the child asks for the device's lease (``quiet``), makes
+  ``LEASE_WARMUP`` more calls of each model, whose host times size the cushion (below), and
+  runs ``reps`` rounds; in each round the candidate and the reference run in a random order;
   before each timed call a 256 MB buffer is overwritten to flush the L2 cache;
 - *stream mode* (the default): ``synchronize(); flush; start.record(); fn(); end.record()``,
   then a device-wide synchronize outside the window. The flush writes are repeated to keep the
   device busy for a *cushion*, so the call is queued behind them and the window measures device
   time: host launch latency up to the cushion is hidden (as for a kernel launched behind other
   work in a model), host overhead beyond it counts. The cushion is ``CUSHION_MS`` (0.4 ms), or
-  ``HOST_FACTOR`` times the 90th percentile of the warm-up calls' host time when that is longer
+  ``HOST_FACTOR`` times the 90th percentile of the quiet warm-up calls' host time when that is longer
   (at most ``MAX_CUSHION_MS``): the host time of one call differs between processes, and a
   cushion it nearly used up left idle device time in the windows of some evaluations. A timed
   call whose host part still outran the cushion (a hiccup of the machine) grows the cushion for
@@ -68,7 +73,7 @@ from typing import Any
 
 import torch
 
-from ascend_kernel_gym.evaluation import placement
+from ascend_kernel_gym.evaluation import device_gate, placement
 from ascend_kernel_gym.evaluation.compare import outputs_close
 from ascend_kernel_gym.evaluation.correctness import call_candidate, reference_slack, run_reference
 from ascend_kernel_gym.evaluation.errors import StageError, candidate_failure
@@ -86,6 +91,9 @@ IMPLAUSIBLE_SPEEDUP = 10.0
 #: wall seconds of warm-up calls (at least ``warmup`` calls each) before the timed rounds
 WARMUP_S = 0.05
 MAX_WARMUP_CALLS = 200
+#: warm-up calls of each model on the quiet device (after the lease's go-ahead): their host times
+#: size the cushion (the warm-up before them runs while neighbours may still use the device)
+LEASE_WARMUP = 3
 #: device time queued (L2 flush writes) ahead of each timed call in stream mode: the host's
 #: launch latency up to this much is hidden, as for a kernel launched behind other work
 CUSHION_MS = 0.4
@@ -103,6 +111,8 @@ HOST_RETRIES = 3
 #: launch on an H200 host), up to ``MAX_CUSHION_MS``
 HOST_FACTOR = 1.5
 MAX_CUSHION_MS = 3.0
+#: the shortest wait the device gate is armed with (the flush write before it counts towards the cushion)
+GATE_MIN_MS = 0.05
 #: the cushion the CPU stand-in claims (none: no call there is re-timed; tests set one)
 CPU_CUSHION_MS = 0.0
 STREAM_MODE = "stream"
@@ -121,6 +131,8 @@ class TimingResult:
     kernel_ms: float
     speedup: float
     details: dict[str, Any]
+    #: what ``quiet()`` returned (None without one)
+    quiet: Any = None
 
 
 class _CpuEvent:
@@ -203,6 +215,8 @@ def time_side_by_side(
     relocate: Callable[[], bool] | None = None,
     relocate_every: int = RELOCATE_EVERY,
     clock: Callable[[], float] = time.perf_counter,
+    quiet: Callable[[], Any] | None = None,
+    gate: Any = None,
 ) -> TimingResult:
     """Time both models; ``run_*(k)`` load input set ``k`` (untimed) and return the call.
 
@@ -219,21 +233,32 @@ def time_side_by_side(
     model is called once untimed on the round's set, so a lazy allocation the move causes is
     never timed. ``clock`` (seconds) times the calls on ``cpu`` only, where it stands in for the
     device's events (tests give their own); devices always time with their events.
+
+    ``quiet()`` (the device's lease) is called once the warm-up that needs no quiet device is
+    over; :data:`LEASE_WARMUP` more calls of each model follow on the quiet device, and their host
+    times size the cushion. Its return value is kept as ``TimingResult.quiet``. With a ``gate``
+    (:class:`.device_gate.DeviceGate`) the stream-mode cushion is one flush write and the gate,
+    which holds the device until the call returned or for the cushion's length at most.
     """
     dev = device_module(device_type, clock)
     flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=device_type)
     count = side_stream_launches or (lambda: 0)
     seen = count()
     started = time.perf_counter()
-    host_p90_ms = _warm_up(run_candidate, run_reference, dev, warmup, warmup_s)
+    _warm_up(run_candidate, run_reference, dev, warmup, warmup_s)
     warmed = time.perf_counter()
+    granted = quiet() if quiet is not None else None
+    leased = time.perf_counter()
+    host_p90_ms = _quantile(_host_times(run_candidate, run_reference, dev, LEASE_WARMUP), 0.9)
     mode = STREAM_MODE if count() == seen else SYNC_MODE
     target_ms = min(MAX_CUSHION_MS, max(cushion_target_ms, HOST_FACTOR * host_p90_ms))
     if device_type != "cpu":
         fills, cushion_ms = cushion(dev, flush, target_ms)
         pad = _Cushion(fills, cushion_ms / fills)
+        if gate is not None:  # one flush write, then the gate for the rest of the cushion
+            pad = _Cushion(1, pad.fill_ms, gate=gate, gate_ms=max(GATE_MIN_MS, fills * pad.fill_ms - pad.fill_ms))
     else:
-        pad = _Cushion(1, CPU_CUSHION_MS)
+        pad = _Cushion(1, CPU_CUSHION_MS, gate=gate, gate_ms=CPU_CUSHION_MS if gate is not None else None)
     start_ms = pad.ms
     audit_at = set(rng.sample(range(reps), min(audit_rounds, reps)))
     check_at = set(rng.sample(range(reps), min(check_rounds, reps)))
@@ -251,7 +276,7 @@ def time_side_by_side(
     except _SideStreamLaunchError:
         mode = SYNC_MODE
         host = _HostTimes()
-        cand_times, ref_times = rounds(mode, _Cushion(1, pad.fill_ms), None)
+        cand_times, ref_times = rounds(mode, _Cushion(1, pad.fill_ms), None)  # no gate: every call waits anyway
     finished = time.perf_counter()
     overhead = 0.0
     if mode == SYNC_MODE:
@@ -279,7 +304,11 @@ def time_side_by_side(
         "mode": mode,
         "method": METHODS[mode].format(device=device_type),
         # wall seconds of this function's parts (the rounds include their loads, checks and audits)
-        "phase_s": {"warmup": round(warmed - started, 4), "rounds": round(finished - warmed, 4)},
+        "phase_s": {
+            "warmup": round(warmed - started, 4),
+            "quiet_wait": round(leased - warmed, 4),
+            "rounds": round(finished - leased, 4),
+        },
     }
     if mode == SYNC_MODE:
         details["sync_overhead_ms"] = overhead
@@ -287,8 +316,9 @@ def time_side_by_side(
         details["cushion_ms"] = pad.ms
         details["cushion_start_ms"] = start_ms
         details["cushion_grown"] = pad.grown
+        details["gated"] = pad.gate is not None
         details["host"] = host.summary()
-    return TimingResult(ref_ms=ref_ms, kernel_ms=kernel_ms, speedup=speedup, details=details)
+    return TimingResult(ref_ms=ref_ms, kernel_ms=kernel_ms, speedup=speedup, details=details, quiet=granted)
 
 
 @dataclass
@@ -299,15 +329,25 @@ class _Cushion:
     fill_ms: float
     #: how often a call's host part made it grow
     grown: int = 0
+    #: the device gate (:mod:`.device_gate`) after the flush write, and the longest it waits
+    gate: Any = None
+    gate_ms: float | None = None
 
     @property
     def ms(self) -> float:
-        return self.fills * self.fill_ms
+        """The host time the cushion hides: the flush writes, and the gate's limit when there is one."""
+        return self.fills * self.fill_ms + (self.gate_ms or 0.0)
 
     def grow(self, host_ms: float) -> None:
         """Cover ``HOST_FACTOR`` times ``host_ms`` (a call's host part that outran the cushion) from
         the next call on, up to ``MAX_CUSHION_MS``: the warm-up calls' host time can be below the
         timed calls' (a slower stretch of the machine), and every call it outruns is timed again."""
+        if self.gate_ms is not None:
+            limit = min(MAX_CUSHION_MS, HOST_FACTOR * host_ms) - self.fills * self.fill_ms
+            if limit > self.gate_ms:
+                self.gate_ms = limit
+                self.grown += 1
+            return
         if self.fill_ms <= 0:
             return
         fills = min(MAX_CUSHION_FILLS, math.ceil(min(MAX_CUSHION_MS, HOST_FACTOR * host_ms) / self.fill_ms))
@@ -341,25 +381,33 @@ def _warm_up(
     dev: Any,
     warmup: int,
     warmup_s: float,
-) -> float:
-    """At least ``warmup`` calls of each model, and more until ``warmup_s`` have passed (clocks, caches).
-
-    Returns the 90th percentile of the host times (ms) of the calls after each model's first:
-    what the cushion must cover.
-    """
+) -> int:
+    """At least ``warmup`` calls of each model, and more until ``warmup_s`` have passed (clocks,
+    caches); returns the number of rounds. Needs no quiet device: nothing here is measured."""
     started = time.perf_counter()
     i = 0
-    host: list[float] = []
     while i < warmup or (time.perf_counter() - started < warmup_s and i < MAX_WARMUP_CALLS):
+        for prepare in (run_candidate, run_reference):
+            prepare(-1)()
+        dev.synchronize()
+        i += 1
+    return i
+
+
+def _host_times(
+    run_candidate: Callable[[int], Any], run_reference: Callable[[int], Any], dev: Any, rounds: int
+) -> list[float]:
+    """The host's milliseconds of ``rounds`` calls of each model (on the warm-up's set): what the
+    cushion must cover. Taken on the quiet device, where the timed calls run."""
+    host: list[float] = []
+    for _ in range(rounds):
         for prepare in (run_candidate, run_reference):
             call = prepare(-1)
             t0 = time.perf_counter()
             call()
-            if i:
-                host.append((time.perf_counter() - t0) * 1e3)
+            host.append((time.perf_counter() - t0) * 1e3)
         dev.synchronize()
-        i += 1
-    return _quantile(host, 0.9) if host else 0.0
+    return host
 
 
 def cushion(dev: Any, flush: torch.Tensor, target_ms: float) -> tuple[int, float]:
@@ -407,6 +455,27 @@ def timed_call_host(
     return float(start.elapsed_time(end)), host_ms
 
 
+def gated_call_host(
+    call: Callable[[], Any], dev: Any, flush: torch.Tensor, gate: Any, limit_ms: float, rep: int
+) -> tuple[float, float, bool]:
+    """:func:`timed_call_host` in stream mode with the device gate: the L2 flush, then the gate,
+    which holds the device until ``call`` has returned (or ``limit_ms`` at most); also whether the
+    gate opened by its limit (then the window may hold idle device time)."""
+    start = dev.Event(enable_timing=True)
+    end = dev.Event(enable_timing=True)
+    dev.synchronize()
+    t0 = time.perf_counter()
+    flush.fill_(rep)
+    gate.arm(limit_ms)
+    start.record()
+    call()
+    end.record()  # queued before the gate opens: the device never waits for it inside the window
+    host_ms = (time.perf_counter() - t0) * 1e3
+    gate.release()
+    dev.synchronize()
+    return float(start.elapsed_time(end)), host_ms, gate.opened_by_limit()
+
+
 def _rounds(
     run_candidate: Callable[[int], Any],
     run_reference: Callable[[int], Any],
@@ -443,10 +512,15 @@ def _rounds(
                 # Timed again on a fresh input set: a model that stalls its host on purpose must
                 # not get a second call on inputs it has just seen (and could have cached).
                 key = k + num_sets * attempt
-                elapsed, host_ms = timed_call_host(prepare(key), dev, flush, pad.fills, mode, rep)
+                if pad.gate is not None and mode == STREAM_MODE:
+                    elapsed, host_ms, exposed = gated_call_host(
+                        prepare(key), dev, flush, pad.gate, pad.gate_ms or 0.0, rep
+                    )
+                else:
+                    elapsed, host_ms = timed_call_host(prepare(key), dev, flush, pad.fills, mode, rep)
+                    exposed = mode == STREAM_MODE and pad.ms > 0 and host_ms > HOST_SHARE * pad.ms
                 if which == "cand" and watch is not None and watch[0]() != watch[1]:
                     raise _SideStreamLaunchError
-                exposed = mode == STREAM_MODE and pad.ms > 0 and host_ms > HOST_SHARE * pad.ms
                 if not exposed:
                     break
                 pad.grow(host_ms)
@@ -593,10 +667,13 @@ def run_timing(
     # moving it costs a reallocation of up to a few hundred MB each time.
     spills = state.recorder.max_spills if state.recorder is not None else 0
     local_memory = placement.LocalMemory.for_device(device, rng) if spills > 0 else None
+    # The rounds' input sets are drawn before the device is held alone (the same values the
+    # rounds would draw), as many as fit in a share of the free memory.
+    drawn_ahead = source.draw_ahead(range(-1, job.profile_reps), draw_ahead_budget(device))
+    gate, no_gate = device_gate.ready()
     set_up = time.perf_counter()
     try:
         side_streams = _watch_side_streams(state, device)
-        quiet = state.link.wait_quiet() if state.link is not None else None
         with torch.no_grad():
             timing = time_side_by_side(
                 arenas["candidate"].prepare,
@@ -612,6 +689,8 @@ def run_timing(
                 check=timed_part(check),
                 side_stream_launches=side_streams,
                 relocate=local_memory.move if local_memory is not None else None,
+                quiet=state.link.wait_quiet if state.link is not None else None,
+                gate=gate if device.type == "cuda" else None,
             )
     except StageError:
         raise
@@ -627,6 +706,8 @@ def run_timing(
         for out, k in deferred or ():
             check_output(out, k)
     deferred = None
+    expected.clear()
+    source.release()
     result.ref_ms = round(timing.ref_ms, 6)
     result.kernel_ms = round(timing.kernel_ms, 6)
     result.speedup = round(timing.speedup, 4)
@@ -635,14 +716,17 @@ def run_timing(
     result.timing["outputs_kept"] = ring
     result.timing["local_memory_moves"] = local_memory.moves if local_memory is not None else 0
     result.timing["max_spills"] = spills
+    result.timing["input_sets_drawn_ahead"] = drawn_ahead
+    if device.type != "cpu":
+        result.timing["gate"] = "on" if gate is not None else no_gate
     result.timing["phase_s"] = {
         "setup": round(set_up - started, 4),
         **result.timing.get("phase_s", {}),
         "after_timing": round(time.perf_counter() - timed, 4),
         **{name: round(seconds, 4) for name, seconds in spent.items()},
     }
-    if quiet is not None:
-        result.timing["quiet_wait_s"], result.timing["quiet_granted"] = quiet
+    if timing.quiet is not None:
+        result.timing["quiet_wait_s"], result.timing["quiet_granted"] = timing.quiet
     result.warnings.extend(plausibility_warnings(timing, first, first_out, _bandwidth_gbps(job)))
 
 
@@ -653,6 +737,22 @@ DEFER_MEMORY_SHARE = 0.1
 DEFER_DEFAULT_BYTES = 1 << 30
 #: the most outputs kept for later: every checked round and every audit round
 DEFERRED_MAX = 20
+
+
+#: the input sets drawn ahead of the timed rounds may take this share of the device's free memory
+DRAW_AHEAD_SHARE = 0.05
+#: and at most this many bytes (a round draws its set itself past it)
+DRAW_AHEAD_MAX_BYTES = 4 << 30
+#: where the free memory cannot be read (the CPU)
+DRAW_AHEAD_DEFAULT_BYTES = 256 << 20
+
+
+def draw_ahead_budget(device: torch.device) -> int:
+    """Bytes the input sets drawn ahead of the timed rounds may take on ``device``."""
+    free = placement.free_memory(device)
+    if free is None:
+        return DRAW_AHEAD_DEFAULT_BYTES
+    return int(min(DRAW_AHEAD_MAX_BYTES, DRAW_AHEAD_SHARE * free))
 
 
 def defer_checks(output: Any, device: torch.device) -> bool:

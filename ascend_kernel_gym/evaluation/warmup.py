@@ -19,6 +19,8 @@ import torch
 import triton
 import triton.language as tl
 
+from ascend_kernel_gym.evaluation import device_gate
+
 
 @triton.jit
 def _scale_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):  # noqa: N803
@@ -107,6 +109,7 @@ def run_device_warmup(backend: str, target_file: str | None = None) -> None:
         import torch_npu  # noqa: F401
     device = "cuda" if backend == "cuda" else "npu"
     _launch_all(device)
+    device_gate.prepare(torch.device(device))  # compiles the timing stage's gate into the cache (cuda)
     getattr(torch, device).synchronize()
     if target_file and backend == "cuda":
         import json
@@ -124,6 +127,7 @@ def run_child_warmup(device: torch.device) -> None:
     """
     _launch_all(str(device))
     exercise_checks(device)
+    device_gate.prepare(device)  # the timing stage's gate (cuda), before the recorder exists
     getattr(torch, device.type).synchronize()
 
 

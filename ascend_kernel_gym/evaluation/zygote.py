@@ -129,6 +129,9 @@ class Zygote:
         self.stall_scaled = True
         #: spares stopped when the last job ended (they resume under the next job's lease)
         self.stopped_spares: list[int] = []
+        #: spares (no candidate code has run in them) go on starting their device contexts while
+        #: a child of this or another worker times, instead of being stopped or waited for
+        self.spares_in_timing = str(config.get("spares_in_timing") or "").strip().lower() in ("1", "true", "on", "yes")
 
     # --- warm-up ------------------------------------------------------------------------------
     def warm(self) -> dict[str, Any]:
@@ -470,7 +473,7 @@ class Zygote:
         if reference is not None:
             self._end_reference(reference, judge)
         if keeper is not None:
-            self.stopped_spares = [spare.pid for spare in self.spares if not spare.ready]
+            self.stopped_spares = [] if self.spares_in_timing else [s.pid for s in self.spares if not s.ready]
             keeper.leave(self.stopped_spares)
             deadline += keeper.paused_s
         wall = time.perf_counter() - started
@@ -725,7 +728,7 @@ class Zygote:
 
     def _pausable(self, child: Child, reference: ChildStream | None) -> list[int]:
         """This job's processes that work on the device: its children and the spares still starting."""
-        pids = [child.pid] + [spare.pid for spare in self.spares if not spare.ready]
+        pids = [child.pid] + [spare.pid for spare in self.spares if not spare.ready and not self.spares_in_timing]
         if reference is not None and reference.status is None:
             pids.append(reference.child.pid)
         return pids
@@ -815,7 +818,7 @@ class Zygote:
     def _quiet(self) -> bool:
         """No other child of this worker is starting or tearing down a device context."""
         self._reap()
-        return not self.exiting and all(spare.ready for spare in self.spares)
+        return not self.exiting and (self.spares_in_timing or all(spare.ready for spare in self.spares))
 
     @staticmethod
     def _kill(pid: int) -> None:

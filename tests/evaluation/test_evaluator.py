@@ -143,3 +143,17 @@ def test_an_out_of_memory_alone_on_the_device_is_the_candidates(relu_task, relu_
         ev.close()
     assert result.error_type == ErrorType.OOM and not was_retried(result)
     assert runs.calls == [relu_solution] and ev.stats["retries"] == 0
+
+
+def test_results_timed_with_and_without_the_device_gate_never_share_a_cache_entry(
+    monkeypatch, relu_task, relu_solution
+) -> None:
+    ev = Evaluator(backend="interpreter", workers=1, start=False)
+    request = EvalRequest(task=relu_task, code=relu_solution)
+    keys = {}
+    for setting in ("1", "0"):
+        monkeypatch.setenv("AKG_TIMING_GATE", setting)
+        keys[setting] = ev._cache_key(request, "small", "hash", 3)
+    assert keys["1"] != keys["0"]
+    monkeypatch.setenv("AKG_TIMING_GATE", "1")
+    assert ev._cache_key(request, "small", "hash", 3) == keys["1"]

@@ -56,12 +56,14 @@ def test_timing_protocol_runs(evaluator, relu_task, relu_solution) -> None:
     assert min(samples) <= result.kernel_ms <= max(samples)
     phases = result.timing["phase_s"]
     parts = {"reference_reruns", "audit_calls", "compare", "keep"}
-    assert set(phases) == {"setup", "warmup", "rounds", "inputs", "checks", "after_timing", *parts}
+    assert set(phases) == {"setup", "warmup", "quiet_wait", "rounds", "inputs", "checks", "after_timing", *parts}
     assert all(seconds >= 0 for seconds in phases.values())
-    # Inputs are drawn between the timed calls; the kept outputs are compared with the reference's
-    # after them (the reference's re-runs and the comparisons happen there). The checks' parts
-    # are within the checks.
-    assert 0 < phases["inputs"] + phases["keep"] + phases["audit_calls"] <= phases["rounds"]
+    # Every round's input set (and the warm-up's) was drawn before the device was asked for, in the
+    # set-up; the kept outputs are compared with the reference's after the timed calls (the
+    # reference's re-runs and the comparisons happen there). The checks' parts are within the checks.
+    assert result.timing["input_sets_drawn_ahead"] == 13
+    assert 0 < phases["inputs"] <= phases["setup"]
+    assert 0 < phases["keep"] + phases["audit_calls"] <= phases["rounds"]
     assert 0 < phases["reference_reruns"] + phases["compare"] <= phases["after_timing"]
     assert 0 < sum(phases[part] for part in parts) <= phases["checks"]
     # Timing started only once the zygote confirmed that no sibling child was starting or ending.
@@ -227,7 +229,7 @@ def _protocol(side_streams=None, reps: int = 9):
 def test_stream_mode_times_each_model_and_audits() -> None:
     result, calls, audits = _protocol()
     assert result.details["mode"] == timing.STREAM_MODE
-    assert calls.count("cand") == calls.count("ref") == 2 + 9
+    assert calls.count("cand") == calls.count("ref") == 2 + timing.LEASE_WARMUP + 9
     assert len(audits) == 2 and all(0 <= k < 3 for k in audits)
     assert result.details["kernel_ms_samples"] == pytest.approx([4.0] * 9)
     assert result.details["ref_ms_samples"] == pytest.approx([2.0] * 9)
@@ -258,7 +260,7 @@ def test_each_model_time_is_a_trimmed_mean_of_its_calls() -> None:
 
     def candidate(k: int):
         calls["n"] += 1
-        n = calls["n"]  # 1 is the warm-up call; 2 to 31 are timed
+        n = calls["n"]  # 1 to 4 are the warm-up calls (one, then LEASE_WARMUP = 3); 5 to 34 are timed
         return lambda: clock.advance(300.0 if n == 15 else 9.0 if n % 3 == 0 else 3.0)
 
     def reference(k: int):
@@ -343,7 +345,7 @@ def test_side_stream_launch_in_warm_up_selects_synchronized_mode_at_once() -> No
 
     result, calls, _ = _protocol(counter)
     assert result.details["mode"] == timing.SYNC_MODE
-    assert calls.count("cand") == 2 + 9
+    assert calls.count("cand") == 2 + timing.LEASE_WARMUP + 9
 
 
 def test_timing_reloads_tensors_nested_in_list_inputs(evaluator) -> None:
@@ -385,16 +387,22 @@ def test_every_timed_round_gets_fresh_inputs_so_a_content_cache_never_hits() -> 
         )  # fmt: skip
         return len(hits)
 
-    assert run(num_sets=30) == 2  # only the warm-up repeats its set (three calls, two hits)
+    # only the warm-up repeats its set (three calls, then LEASE_WARMUP more: one miss, the rest hits)
+    assert run(num_sets=30) == 3 + timing.LEASE_WARMUP - 1
     assert run(num_sets=3) >= 27  # three rotating sets: nearly every timed call would hit
     source = RoundInputs(make, base_seed=5)
     first = source[4][0].clone()
     assert not torch.equal(source[5][0], first) and torch.equal(source[4][0], first)  # reproducible per round
 
 
+#: calls of the candidate before its timed ones with ``warmup=1``: one warm-up call, then those on the quiet device
+WARM_CALLS = 1 + timing.LEASE_WARMUP
+
+
 def _hiccup_protocol(monkeypatch, stalls, reps: int):
     """A candidate of 3 ms whose host part stalls 60 ms (the window then shows 50 ms of idle
-    device) on the calls ``stalls(n)`` picks (call 1 is the warm-up), against a 40 ms cushion."""
+    device) on the calls ``stalls(n)`` picks (calls 1 to ``WARM_CALLS`` are the warm-up), against
+    a 40 ms cushion."""
     import time
 
     monkeypatch.setattr(timing, "CPU_CUSHION_MS", 40.0)
@@ -421,17 +429,17 @@ def _hiccup_protocol(monkeypatch, stalls, reps: int):
 
 
 def test_a_call_whose_host_part_outran_the_cushion_is_timed_again(monkeypatch) -> None:
-    result, calls = _hiccup_protocol(monkeypatch, lambda n: n % 4 == 0, reps=12)
+    result, calls = _hiccup_protocol(monkeypatch, lambda n: n > WARM_CALLS and n % 4 == 0, reps=12)
     assert result.details["kernel_ms_samples"] == pytest.approx([3.0] * 12)
     host = result.details["host"]
-    assert host["kernel_retimed"] == calls - 1 - 12 >= 2
+    assert host["kernel_retimed"] == calls - WARM_CALLS - 12 >= 2
     assert host["kernel_exposed_kept"] == 0 and host["ref_retimed"] == 0
 
 
 def test_a_call_that_always_outruns_the_cushion_keeps_its_time(monkeypatch) -> None:
-    result, calls = _hiccup_protocol(monkeypatch, lambda n: n > 1, reps=2)
+    result, calls = _hiccup_protocol(monkeypatch, lambda n: n > WARM_CALLS, reps=2)
     assert result.details["kernel_ms_samples"] == pytest.approx([53.0] * 2)
-    assert calls == 1 + 2 * (1 + timing.HOST_RETRIES)
+    assert calls == WARM_CALLS + 2 * (1 + timing.HOST_RETRIES)
     assert result.details["host"]["kernel_exposed_kept"] == 2
 
 
@@ -439,16 +447,16 @@ def test_a_call_that_outran_the_cushion_grows_it_for_the_calls_after_it(monkeypa
     # Every call after the warm-up stalls its host 60 ms against a 40 ms cushion: the first timed
     # call grows the cushion to 1.5 x its host time, and no later call outruns it.
     monkeypatch.setattr(timing, "MAX_CUSHION_MS", 500.0)
-    result, calls = _hiccup_protocol(monkeypatch, lambda n: n > 1, reps=6)
+    result, calls = _hiccup_protocol(monkeypatch, lambda n: n > WARM_CALLS, reps=6)
     details = result.details
     assert details["cushion_start_ms"] == 40.0 and details["cushion_grown"] == 1
     assert details["cushion_ms"] >= 1.5 * 60 and details["cushion_ms"] % 40.0 == 0  # whole flush writes
     assert details["host"]["kernel_retimed"] == 1 and details["host"]["kernel_exposed_kept"] == 0
-    assert calls == 1 + 6 + 1
+    assert calls == WARM_CALLS + 6 + 1
 
 
 def test_the_cushion_grows_no_further_than_its_cap(monkeypatch) -> None:
-    result, _ = _hiccup_protocol(monkeypatch, lambda n: n > 1, reps=2)
+    result, _ = _hiccup_protocol(monkeypatch, lambda n: n > WARM_CALLS, reps=2)
     assert result.details["cushion_ms"] == 40.0 and result.details["cushion_grown"] == 0  # the cap is 3 ms
 
 
@@ -485,7 +493,58 @@ def test_a_call_timed_again_gets_inputs_it_has_not_seen(monkeypatch) -> None:
     assert result.details["kernel_ms_samples"] == pytest.approx([10.0] * 4)  # never the 1 ms cache hit
     assert result.details["host"]["kernel_exposed_kept"] == 4
     # Each check is on the set the candidate's kept call was timed on: its last of the round
-    # (warm-up first, then 1 + HOST_RETRIES calls per round).
+    # (the warm-up calls first, then 1 + HOST_RETRIES calls per round).
     per_round = 1 + timing.HOST_RETRIES
-    last_of_round = [called[1 + per_round * (r + 1) - 1] for r in range(4)]
+    last_of_round = [called[WARM_CALLS + per_round * (r + 1) - 1] for r in range(4)]
     assert checked == last_of_round and len(set(checked)) == 4 and all(k >= 4 for k in checked)
+
+
+def test_the_device_is_asked_for_only_after_the_warm_up_and_before_the_calls_that_size_the_cushion() -> None:
+    # The warm-up needs no quiet device (neighbours keep running meanwhile); the calls whose host
+    # time sizes the cushion, and every timed call, come after the lease's go-ahead.
+    clock = FakeClock()
+    events: list[str] = []
+
+    def quiet() -> tuple[float, bool]:
+        events.append("quiet")
+        return (0.25, True)
+
+    result = timing.time_side_by_side(
+        _model(clock, 4.0, events, "cand"), _model(clock, 2.0, events, "ref"), lambda k: None, device_type="cpu",
+        num_sets=3, reps=5, warmup=2, audit_rounds=0, rng=random.Random(0), flush_bytes=1 << 12, warmup_s=0.0,
+        clock=clock, quiet=quiet,
+    )  # fmt: skip
+    assert events.count("quiet") == 1
+    before = events[: events.index("quiet")]
+    after = events[events.index("quiet") + 1 :]
+    assert before.count("cand") == before.count("ref") == 2  # the warm-up
+    assert after.count("cand") == after.count("ref") == timing.LEASE_WARMUP + 5  # sizing calls, then timed
+    assert result.quiet == (0.25, True)
+    assert len(result.details["kernel_ms_samples"]) == 5
+
+
+def test_input_sets_drawn_ahead_are_the_sets_the_rounds_would_draw_and_fit_the_budget() -> None:
+    from ascend_kernel_gym.evaluation.placement import RoundInputs
+
+    drawn: list[int] = []
+
+    def make(seed: int) -> list:
+        drawn.append(seed)
+        return [torch.randn(256, generator=torch.Generator().manual_seed(seed)), 3]  # 1 KiB a set
+
+    lazy = RoundInputs(make, base_seed=9)
+    ahead = RoundInputs(make, base_seed=9)
+    assert ahead.draw_ahead(range(-1, 10), budget_bytes=4 * 1024) == 4  # four sets fit: -1, 0, 1, 2
+    drawn.clear()
+    for k in (-1, 0, 1, 2):
+        assert torch.equal(ahead[k][0], lazy[k][0]) and ahead[k][1] == 3
+    assert len(drawn) == 4  # only the lazy source drew: the kept sets are not drawn again
+    drawn.clear()
+    assert torch.equal(ahead[7][0], lazy[7][0]) and len(drawn) == 2  # past the budget: drawn in its round
+    assert torch.equal(ahead[0][0], lazy[0][0])  # a lazily drawn set never pushes out a kept one
+    assert ahead.draw_ahead(range(5), budget_bytes=100) == 4  # nothing more fits (the kept ones stay)
+    ahead.release()
+    drawn.clear()
+    ahead[1]
+    assert len(drawn) == 1  # released: drawn again when asked for
+    assert RoundInputs(make, base_seed=9).draw_ahead(range(3), budget_bytes=10) == 0  # not even one set fits

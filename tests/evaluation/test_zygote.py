@@ -113,6 +113,31 @@ def test_quiet_waits_for_the_spare_and_for_exiting_children(tmp_path) -> None:
     os.rmdir(zygote.root)
 
 
+def test_spares_in_timing_are_neither_waited_for_nor_paused_but_exiting_children_are(tmp_path) -> None:
+    # AKG_SPARES_IN_TIMING=1: spares (no candidate code has run in them) go on starting their
+    # device contexts while a child times; a child tearing its context down is still waited for.
+    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path), "spares_in_timing": "1"})
+    assert zygote.spares_in_timing
+    zygote.spares = [Child(pid=201, job_fd=-1, result_fd=-1, sandbox=""), _child()]  # both still initialising
+    assert zygote._quiet()
+    job_child = Child(pid=101, job_fd=-1, result_fd=-1, sandbox="")
+    assert zygote._pausable(job_child, None) == [101]  # only the job's own child is stopped
+    pid, release = _held_child()
+    zygote.exiting.append(pid)
+    assert not zygote._quiet()
+    os.close(release)
+    deadline = time.monotonic() + 120  # only a bound on a hang: the child exits at once
+    while not zygote._quiet() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert zygote._quiet()
+    default = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
+    default.spares = [Child(pid=202, job_fd=-1, result_fd=-1, sandbox="")]
+    assert not default.spares_in_timing and not default._quiet()
+    assert default._pausable(job_child, None) == [101, 202]
+    os.rmdir(zygote.root)
+    os.rmdir(default.root)
+
+
 def test_settle_waits_for_earlier_children(tmp_path, monkeypatch) -> None:
     zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
     pid, release = _held_child()
