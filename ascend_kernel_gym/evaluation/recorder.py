@@ -536,16 +536,17 @@ class Recorder:
             self.input_dtypes = ()
 
     def swallowed_launch_error(self, before: int) -> StageError | None:
-        """The refusal for a call of ``forward`` that returned although one of its kernel launches
-        raised (errors recorded since ``before``): the candidate's code caught the error, and an
-        error carries what the kernel saw out of it (its values, bit by bit). Honest code cannot
+        """The refusal for a call of ``forward`` that returned although one of its kernel launches or
+        one of its PyTorch operators raised (errors recorded since ``before``): the candidate's code
+        caught the error, and an error carries what the kernel or the operator saw out of it (its
+        values, bit by bit, or in its message), or left the operator's work done. Honest code cannot
         catch errors (the static stage refuses ``try``), so this is a hack."""
         if len(self.launch_errors) <= before:
             return None
         return StageError(
             ErrorType.FORBIDDEN,
-            f"a kernel launch raised ({self.launch_errors[before]}) and your code went on: catching the errors "
-            "of your kernels (with a context manager whose __exit__ returns true) is not allowed",
+            f"{self.launch_errors[before]} raised and your code went on: catching the errors of your kernels or "
+            "of PyTorch operators (with a context manager whose __exit__ returns true) is not allowed",
         )
 
     def active(self) -> bool:
@@ -801,9 +802,18 @@ class _OpRecordingMode(TorchDispatchMode):
         namespace = getattr(func, "namespace", None) or str(func).split(".")[0]
         counted = recorder.counts()
         moved = recorder.taint_of(args[0]) if counted and name in STORAGE_MOVING_TORCH_OPS and args else None
-        out = func(*args, **kwargs)
+        op = f"{namespace}.{name}"
+        try:
+            out = func(*args, **kwargs)
+        except BaseException as exc:
+            if counted:
+                # It ran before it raised: it read its inputs (an index error's text carries the
+                # index, an input's bits) and may have written most of its output (index_add_
+                # raising at its last index). Counted, and refused if forward goes on regardless.
+                recorder.ops[op] += 1
+                recorder.launch_errors.append(f"{type(exc).__name__} in the PyTorch operator `{op}`")
+            raise
         if counted:
-            op = f"{namespace}.{name}"
             recorder.ops[op] += 1
             if namespace == "aten":
                 if name in UNINITIALISED_TORCH_OPS or name in FRESH_MEMORY_TORCH_OPS:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ascend_kernel_gym.evaluation import sandbox_rules as rules
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType
+from ascend_kernel_gym.evaluation.static_kernels import kernel_name_problems
 from ascend_kernel_gym.evaluation.static_names import binding_problems, is_main_guard, name_problems
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
@@ -885,6 +886,8 @@ def check_source(code: str) -> StaticReport:
         _set_parents(tree)
         checker.collect_aliases()
         for problem in binding_problems(tree):
+            checker.fail_line(problem.line, problem.message)
+        for problem in kernel_name_problems(tree, checker.is_kernel, checker.is_triton_function, checker.resolve):
             checker.fail_line(problem.line, problem.message)
         for stmt in tree.body:
             checker.visit(stmt)
