@@ -31,7 +31,7 @@ import contextlib
 import ctypes
 import random
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -192,39 +192,11 @@ class RoundInputs:
         self.base_seed = base_seed
         self._key: int | None = None
         self._set: list[Any] = []
-        #: sets drawn ahead (:meth:`draw_ahead`), kept until :meth:`release`
-        self._ahead: dict[int, list[Any]] = {}
 
     def seed(self, k: int) -> int:
         return (self.base_seed ^ ((k + 1) * 0x9E3779B97F4A7C15)) & ((1 << 62) - 1)
 
-    def draw_ahead(self, keys: Iterable[int], budget_bytes: int) -> int:
-        """Draw the sets ``keys`` now, in order, and keep them while their bytes fit in
-        ``budget_bytes`` (the size of a set is that of the first one drawn); returns how many are
-        kept. Their values are those the lazy path would draw: only when they are drawn changes
-        (the timing stage draws them before it holds the device alone)."""
-        per_set = 0
-        for k in keys:
-            if k in self._ahead:
-                continue
-            if per_set and (len(self._ahead) + 1) * per_set > budget_bytes:
-                break
-            values = self._set if k == self._key else self.make(self.seed(k))
-            per_set = per_set or max(1, sum(nbytes(x) for x in values if isinstance(x, torch.Tensor)))
-            if per_set > budget_bytes:
-                break
-            self._ahead[k] = values
-        return len(self._ahead)
-
-    def release(self) -> None:
-        """Free the sets drawn ahead (the lazy path draws them again if asked for)."""
-        self._ahead.clear()
-        self._key, self._set = None, []
-
     def __getitem__(self, k: int) -> list[Any]:
-        ahead = self._ahead.get(k)
-        if ahead is not None:
-            return ahead
         if k != self._key:
             self._set = []  # the previous set is freed before the next is drawn
             self._set = self.make(self.seed(k))

@@ -48,6 +48,12 @@ class LibrarySnapshot:
             "triton": triton,
             "triton.language": tl,
         }
+        # The module classes a reference is built from (nn.Linear, nn.GELU, ...): the timing stage
+        # runs the reference in the candidate's process, and a class patched through a name the
+        # static stage cannot follow slowed it down (red team, 2026-12-05).
+        for name, value in vars(torch.nn).items():
+            if isinstance(value, type) and issubclass(value, torch.nn.Module) and value is not torch.nn.Module:
+                spaces[f"torch.nn.{name}"] = value
         for device_type in ("cuda", "npu"):
             module = getattr(torch, device_type, None)
             if module is not None and hasattr(module, "Event"):
@@ -77,11 +83,11 @@ class LibrarySnapshot:
 
     def _dicts(self) -> list[Any]:
         """Every namespace dictionary the snapshot reads (a class's along its MRO)."""
-        found = []
+        found: dict[int, Any] = {}
         for space in self.namespaces.values():
-            classes = space.__mro__ if isinstance(space, type) else [space]
-            found.extend(c.__dict__ for c in classes)
-        return found
+            for owner in space.__mro__ if isinstance(space, type) else [space]:
+                found.setdefault(id(owner), owner.__dict__)  # nn.Module's once, not once per subclass
+        return list(found.values())
 
     def _dict_contents(self) -> list[tuple[Any, tuple[str, ...], tuple[Any, ...]]]:
         # The values themselves are kept (not their ids), so a replaced object's address cannot

@@ -49,3 +49,22 @@ def test_check_snapshot_names_the_replaced_function_and_harness_functions_count(
     assert info.value.error_type == ErrorType.SANDBOX_VIOLATION
     assert "ascend_kernel_gym.evaluation.compare.outputs_close" in info.value.message
     check_snapshot(snapshot)
+
+
+def test_the_module_classes_a_reference_is_built_from_are_watched() -> None:
+    # The timing stage's reference runs in the candidate's process: a patched nn.GELU (reached
+    # through a name the static stage cannot follow) slowed only the reference.
+    snapshot = LibrarySnapshot()
+    original = torch.nn.GELU.forward
+    try:
+        torch.nn.GELU.forward = lambda self, x: x
+        assert snapshot.changed() == ["torch.nn.GELU.forward"]
+    finally:
+        torch.nn.GELU.forward = original
+    assert snapshot.changed() == []
+    torch.nn.Linear.__call__ = lambda self, *args: None  # shadows the inherited Module.__call__
+    try:
+        assert "torch.nn.Linear.__call__" in snapshot.changed()
+    finally:
+        del torch.nn.Linear.__call__
+    assert snapshot.changed() == []

@@ -58,12 +58,11 @@ def test_timing_protocol_runs(evaluator, relu_task, relu_solution) -> None:
     parts = {"reference_reruns", "audit_calls", "compare", "keep"}
     assert set(phases) == {"setup", "warmup", "quiet_wait", "rounds", "inputs", "checks", "after_timing", *parts}
     assert all(seconds >= 0 for seconds in phases.values())
-    # Every round's input set (and the warm-up's) was drawn before the device was asked for, in the
-    # set-up; the kept outputs are compared with the reference's after the timed calls (the
-    # reference's re-runs and the comparisons happen there). The checks' parts are within the checks.
-    assert result.timing["input_sets_drawn_ahead"] == 13
-    assert 0 < phases["inputs"] <= phases["setup"]
-    assert 0 < phases["keep"] + phases["audit_calls"] <= phases["rounds"]
+    # Inputs are drawn in their rounds (never ahead: a set waiting in memory could be found by a
+    # kernel and answered early); the kept outputs are compared with the reference's after the
+    # timed calls (the reference's re-runs and the comparisons happen there). The checks' parts
+    # are within the checks.
+    assert 0 < phases["inputs"] + phases["keep"] + phases["audit_calls"] <= phases["rounds"]
     assert 0 < phases["reference_reruns"] + phases["compare"] <= phases["after_timing"]
     assert 0 < sum(phases[part] for part in parts) <= phases["checks"]
     # Timing started only once the zygote confirmed that no sibling child was starting or ending.
@@ -406,6 +405,7 @@ def _hiccup_protocol(monkeypatch, stalls, reps: int):
     import time
 
     monkeypatch.setattr(timing, "CPU_CUSHION_MS", 40.0)
+    monkeypatch.setattr(timing, "HOST_RETRY_SHARE", 100.0)  # the mechanics, without the budget
     clock = FakeClock()
     calls = {"n": 0}
 
@@ -467,6 +467,7 @@ def test_a_call_timed_again_gets_inputs_it_has_not_seen(monkeypatch) -> None:
     import time
 
     monkeypatch.setattr(timing, "CPU_CUSHION_MS", 40.0)
+    monkeypatch.setattr(timing, "HOST_RETRY_SHARE", 100.0)  # the mechanics, without the budget
     clock = FakeClock()
     seen: set[int] = set()
     called: list[int] = []
@@ -523,28 +524,92 @@ def test_the_device_is_asked_for_only_after_the_warm_up_and_before_the_calls_tha
     assert len(result.details["kernel_ms_samples"]) == 5
 
 
-def test_input_sets_drawn_ahead_are_the_sets_the_rounds_would_draw_and_fit_the_budget() -> None:
-    from ascend_kernel_gym.evaluation.placement import RoundInputs
+def test_a_model_cannot_pick_its_samples_by_stalling_its_host(monkeypatch) -> None:
+    # A candidate that knows on the host which calls will be slow (here: every other one; on a
+    # device, by its inputs' placement) and stalls its host on those, so they are timed again
+    # elsewhere: only a tenth of its calls may be timed again, the rest keep their (slow) time.
+    import time
 
-    drawn: list[int] = []
+    monkeypatch.setattr(timing, "CPU_CUSHION_MS", 40.0)
+    clock = FakeClock()
+    calls = {"n": 0}
 
-    def make(seed: int) -> list:
-        drawn.append(seed)
-        return [torch.randn(256, generator=torch.Generator().manual_seed(seed)), 3]  # 1 KiB a set
+    def candidate(k: int):
+        calls["n"] += 1
+        slow = calls["n"] % 2 == 0
 
-    lazy = RoundInputs(make, base_seed=9)
-    ahead = RoundInputs(make, base_seed=9)
-    assert ahead.draw_ahead(range(-1, 10), budget_bytes=4 * 1024) == 4  # four sets fit: -1, 0, 1, 2
-    drawn.clear()
-    for k in (-1, 0, 1, 2):
-        assert torch.equal(ahead[k][0], lazy[k][0]) and ahead[k][1] == 3
-    assert len(drawn) == 4  # only the lazy source drew: the kept sets are not drawn again
-    drawn.clear()
-    assert torch.equal(ahead[7][0], lazy[7][0]) and len(drawn) == 2  # past the budget: drawn in its round
-    assert torch.equal(ahead[0][0], lazy[0][0])  # a lazily drawn set never pushes out a kept one
-    assert ahead.draw_ahead(range(5), budget_bytes=100) == 4  # nothing more fits (the kept ones stay)
-    ahead.release()
-    drawn.clear()
-    ahead[1]
-    assert len(drawn) == 1  # released: drawn again when asked for
-    assert RoundInputs(make, base_seed=9).draw_ahead(range(3), budget_bytes=10) == 0  # not even one set fits
+        def call() -> None:
+            if slow:
+                time.sleep(0.045)  # past 90 % of the cushion: exposed
+            clock.advance(3.0 if slow else 1.0)
+
+        return call
+
+    result = timing.time_side_by_side(
+        candidate, _model(clock, 5.0, [], "ref"), lambda k: None, device_type="cpu", num_sets=40, reps=40,
+        warmup=1, audit_rounds=0, rng=random.Random(0), flush_bytes=1 << 12, warmup_s=0.0, clock=clock,
+    )  # fmt: skip
+    host = result.details["host"]
+    assert host["kernel_retimed"] == math.ceil(timing.HOST_RETRY_SHARE * 40) == 4
+    assert host["kernel_exposed_kept"] >= 10
+    assert sorted(result.details["kernel_ms_samples"]).count(3.0) >= 10  # its slow calls still count
+
+
+def test_the_reference_runs_in_the_state_the_harness_set_whatever_the_candidate_left() -> None:
+    # A forward that switched grad mode, anomaly detection, deterministic algorithms and the
+    # default dtype on after its own work would slow only the reference, which runs next in the
+    # same process.
+    from ascend_kernel_gym.evaluation.correctness import reference_torch_state
+
+    seen = {}
+
+    def reference(x):
+        seen.update(
+            grad=torch.is_grad_enabled(),
+            anomaly=torch.is_anomaly_enabled(),
+            deterministic=torch.are_deterministic_algorithms_enabled(),
+            dtype=torch.get_default_dtype(),
+        )
+        return x
+
+    before = torch.get_default_dtype()
+    torch.set_grad_enabled(True)
+    torch.set_anomaly_enabled(True)
+    torch.use_deterministic_algorithms(True)
+    torch.set_default_dtype(torch.float64)
+    try:
+        with reference_torch_state():
+            reference(torch.ones(1))
+        assert seen == {"grad": False, "anomaly": False, "deterministic": False, "dtype": before}
+        # what the candidate's code set is back for its own calls
+        assert torch.is_anomaly_enabled() and torch.are_deterministic_algorithms_enabled()
+        assert torch.get_default_dtype() == torch.float64
+    finally:
+        torch.set_anomaly_enabled(False)
+        torch.use_deterministic_algorithms(False)
+        torch.set_default_dtype(before)
+
+
+def test_a_forward_that_leaves_another_stream_current_is_refused() -> None:
+    from ascend_kernel_gym.evaluation.errors import StageError
+    from ascend_kernel_gym.evaluation.result import ErrorType
+
+    class Dev:
+        stream = "timing"
+
+        def current_stream(self):
+            return self.stream
+
+    dev = Dev()
+
+    def switching(k: int):
+        def call() -> None:
+            dev.stream = "parked"  # torch.cuda.set_stream(parked) before returning
+
+        return call
+
+    honest = timing._keeping_stream(lambda k: lambda: 1, dev)
+    assert honest(0)() == 1
+    with pytest.raises(StageError) as refused:
+        timing._keeping_stream(switching, dev)(0)()
+    assert refused.value.error_type == ErrorType.FORBIDDEN and refused.value.hack
