@@ -27,10 +27,10 @@ from typing import Any
 
 import torch
 
+from ascend_kernel_gym.evaluation.device_lease import switch
+
 #: ``AKG_TIMING_GATE=1`` turns the gate on, ``0`` off; unset: :data:`DEFAULT_ON`
 ENV = "AKG_TIMING_GATE"
-_OFF = ("0", "false", "off", "no")
-_ON = ("1", "true", "on", "yes")
 #: off until measured on a GPU against the cushion (docs/scaling.md: speedups within 3 % of the
 #: cushion's, and the device held for less time); the cushion is the validated method
 DEFAULT_ON = False
@@ -117,8 +117,7 @@ def prepare(device: torch.device) -> None:
     """Make this process's gate (the child's warm-up, before its job); see the module docstring."""
     global _ready, _why
     _ready, _why = None, ""
-    setting = os.environ.get(ENV, "").strip().lower()
-    if setting in _OFF or (setting not in _ON and not DEFAULT_ON):
+    if not switch(os.environ.get(ENV), DEFAULT_ON):
         _why = f"off (set {ENV}=1 to use it)"
     elif device.type != "cuda":
         _why = f"not on {device.type}"

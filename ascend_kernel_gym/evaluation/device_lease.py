@@ -35,16 +35,22 @@ PAUSE_MAX_S = 90.0
 _VISIBLE = {"cuda": "CUDA_VISIBLE_DEVICES", "npu": "ASCEND_RT_VISIBLE_DEVICES"}
 
 
-def lease_enabled(backend: str, configured: str = "") -> bool:
-    """Whether zygotes of ``backend`` take device leases: ``configured`` (the pool passes
-    ``AKG_DEVICE_LEASE``: ``1``/``0``) or the backend's default (devices yes; the interpreter's
-    "device" is the host's CPUs, which every process shares anyway)."""
+def switch(configured: str | None, default: bool) -> bool:
+    """An on/off setting (``1``/``0``, ``true``/``false``, ``on``/``off``, ``yes``/``no``, any
+    case), or ``default`` when it is unset or anything else."""
     raw = (configured or "").strip().lower()
     if raw in ("0", "false", "off", "no"):
         return False
     if raw in ("1", "true", "on", "yes"):
         return True
-    return backend in _VISIBLE
+    return default
+
+
+def lease_enabled(backend: str, configured: str = "") -> bool:
+    """Whether zygotes of ``backend`` take device leases: ``configured`` (the pool passes
+    ``AKG_DEVICE_LEASE``: ``1``/``0``) or the backend's default (devices yes; the interpreter's
+    "device" is the host's CPUs, which every process shares anyway)."""
+    return switch(configured, backend in _VISIBLE)
 
 
 def device_key(backend: str) -> str:

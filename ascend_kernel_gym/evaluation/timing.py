@@ -388,9 +388,9 @@ def _warm_up(
     dev: Any,
     warmup: int,
     warmup_s: float,
-) -> int:
+) -> None:
     """At least ``warmup`` calls of each model, and more until ``warmup_s`` have passed (clocks,
-    caches); returns the number of rounds. Needs no quiet device: nothing here is measured."""
+    caches). Needs no quiet device: nothing here is measured."""
     started = time.perf_counter()
     i = 0
     while i < warmup or (time.perf_counter() - started < warmup_s and i < MAX_WARMUP_CALLS):
@@ -398,7 +398,6 @@ def _warm_up(
             prepare(-1)()
         dev.synchronize()
         i += 1
-    return i
 
 
 def _host_times(
@@ -656,6 +655,8 @@ def run_timing(
 
         return run
 
+    # Each round's set is drawn in its round, not ahead: a set in device memory before its round is
+    # one a kernel reading beyond its arguments could find and answer in advance.
     source = placement.RoundInputs(draw_inputs, rng.getrandbits(62))
     first = source[0]
     first_out = detach_copy(run_reference(state, reference, clone_inputs(first)))
@@ -718,8 +719,6 @@ def run_timing(
     # moving it costs a reallocation of up to a few hundred MB each time.
     spills = state.recorder.max_spills if state.recorder is not None else 0
     local_memory = placement.LocalMemory.for_device(device, rng) if spills > 0 else None
-    # Each round's input set is drawn in its round, not ahead: a set in device memory before its
-    # round is one a kernel reading beyond its arguments could find and answer in advance.
     gate, no_gate = device_gate.ready()
     set_up = time.perf_counter()
     try:

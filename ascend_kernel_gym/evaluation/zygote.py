@@ -45,7 +45,14 @@ from ascend_kernel_gym.evaluation.child_stream import (
     read_output_tail,
     rss_bytes,
 )
-from ascend_kernel_gym.evaluation.device_lease import PAUSE_MAX_S, DeviceLease, LeaseKeeper, device_key, lease_enabled
+from ascend_kernel_gym.evaluation.device_lease import (
+    PAUSE_MAX_S,
+    DeviceLease,
+    LeaseKeeper,
+    device_key,
+    lease_enabled,
+    switch,
+)
 from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.remote_judge import RemoteJudge
 from ascend_kernel_gym.evaluation.result import ErrorType
@@ -131,7 +138,7 @@ class Zygote:
         self.stopped_spares: list[int] = []
         #: spares (no candidate code has run in them) go on starting their device contexts while
         #: a child of this or another worker times, instead of being stopped or waited for
-        self.spares_in_timing = str(config.get("spares_in_timing") or "").strip().lower() in ("1", "true", "on", "yes")
+        self.spares_in_timing = switch(str(config.get("spares_in_timing") or ""), False)
 
     # --- warm-up ------------------------------------------------------------------------------
     def warm(self) -> dict[str, Any]:
