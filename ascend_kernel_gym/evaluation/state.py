@@ -77,6 +77,9 @@ class ChildState:
     #: shape cases construct more instances)
     model_cls: Any = None
     init_seed: int = 0
+    #: a correctness trial on fresh random inputs passed without the input-copy taint: the taint seen
+    #: on other inputs was the kernel's identity math on their values (:mod:`.correctness`)
+    copy_taint_cleared: bool = False
     t_stage: float = field(default_factory=time.perf_counter)
 
     def stage(self, stage: Stage) -> None:
