@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 
+from identity_math import COPY_FP32_CANDIDATE, SCALE_FP32_CANDIDATE, scale_by_ones_task
+
 from ascend_kernel_gym.evaluation import ErrorType, EvalResult, Stage
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.static import check_source
@@ -77,77 +79,19 @@ def test_a_stall_in_the_first_call_is_a_correctness_timeout_with_nothing_passed(
     assert result.trials_passed == 0 and "trial 1 of 2" in result.error_message
 
 
-# The task's own inputs make the product the identity (w is all ones); fresh random inputs do not.
-SCALE_BY_ONES_TASK = """
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x, w):
-        return x * w
-
-
-def get_inputs():
-    return [torch.randn(64, 64, dtype=torch.float16), torch.ones(64, 64, dtype=torch.float16)]
-
-
-def get_init_inputs():
-    return []
-"""
-
-# PyTorch upcasts x (a copy of an input); the kernel multiplies, so on the task's inputs it writes
-# the upcast copy back unchanged, which the input-copy taint sees as a kernel copying PyTorch's work.
-SCALE_FP32_CANDIDATE = """
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def mul_kernel(x_ptr, w_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    w = tl.load(w_ptr + offs, mask=mask).to(tl.float32)
-    tl.store(y_ptr + offs, x * w, mask=mask)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x, w):
-        xf = x.contiguous().float()
-        y = torch.empty_like(xf)
-        n = xf.numel()
-        mul_kernel[(triton.cdiv(n, 1024),)](xf, w.contiguous(), y, n, BLOCK=1024)
-        return y.half()
-"""
-
-# Copies PyTorch's upcast copy whatever w holds: the taint stands on fresh inputs too.
-COPY_FP32_CANDIDATE = SCALE_FP32_CANDIDATE.replace("x * w, mask=mask", "x + 0.0 * w, mask=mask")
-
-
-def _scale_task(tmp_path):
-    from ascend_kernel_gym.tasks.task import load_task_file
-
-    path = tmp_path / "scale_by_ones.py"
-    path.write_text(SCALE_BY_ONES_TASK)
-    return load_task_file(path)
-
-
 def test_identity_math_on_the_tasks_values_is_cleared_by_fresh_inputs(evaluator, tmp_path) -> None:
-    result = _run(evaluator, _scale_task(tmp_path), SCALE_FP32_CANDIDATE, num_trials=3)
+    result = _run(evaluator, scale_by_ones_task(tmp_path), SCALE_FP32_CANDIDATE, num_trials=3)
     assert result.ok and result.correct and not result.hack, result.error_message
     assert any("identity on those inputs' values" in w for w in result.warnings), result.warnings
 
 
 def test_the_input_copy_taint_stands_without_a_trial_on_fresh_inputs(evaluator, tmp_path) -> None:
-    result = _run(evaluator, _scale_task(tmp_path), SCALE_FP32_CANDIDATE, num_trials=1)
+    result = _run(evaluator, scale_by_ones_task(tmp_path), SCALE_FP32_CANDIDATE, num_trials=1)
     assert result.error_type == ErrorType.TORCH_FALLBACK and result.hack, result.error_message
     assert "PyTorch moved" in result.error_message
 
 
 def test_a_kernel_copying_pytorchs_copy_stays_refused_on_fresh_inputs(evaluator, tmp_path) -> None:
-    result = _run(evaluator, _scale_task(tmp_path), COPY_FP32_CANDIDATE, num_trials=3)
+    result = _run(evaluator, scale_by_ones_task(tmp_path), COPY_FP32_CANDIDATE, num_trials=3)
     assert result.error_type == ErrorType.TORCH_FALLBACK and result.hack, result.error_message
     assert "[in trial" not in result.error_message  # refused in trial 1: the fresh call carried the taint too
