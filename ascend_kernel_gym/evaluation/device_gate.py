@@ -97,10 +97,17 @@ class DeviceGate:
         return self._opened_by_limit.value == self.seq
 
     def check(self) -> None:
-        """Raise unless the gate holds the stream until released and opens by its limit."""
+        """Raise unless the gate holds the stream until released and opens by its limit.
+
+        The marker is allocated, and its fill kernel loaded, before the gate is armed: with CUDA's
+        lazy module loading the first launch of a kernel (and a fresh device allocation) can wait
+        for the device to go idle, which a held gate only does at its limit. The timed calls are
+        the same: the warm-up has loaded their kernels and cached their memory.
+        """
         sync = torch.cuda.synchronize
-        self.arm(5000.0)
         marker = torch.zeros(1, device=self.device)
+        sync()
+        self.arm(5000.0)
         marker.fill_(1.0)  # queued behind the gate
         held = not torch.cuda.current_stream().query()
         self.release()
