@@ -59,6 +59,8 @@ try:  # a Triton build without the NVIDIA backend has no globaltimer register: n
 except Exception:  # noqa: BLE001  (no usable Triton: the cushion is used)
     _kernel = None
 
+#: the zygote's setting (:func:`configure`); its children, forked from it, inherit it
+_configured: bool | None = None
 _ready: DeviceGate | None = None
 #: why there is no gate in this process (shown in the timing details), or "" when there is one
 _why = "not prepared"
@@ -120,11 +122,24 @@ class DeviceGate:
             raise RuntimeError("the gate did not open by its limit")
 
 
+def configure(setting: str) -> None:
+    """Set whether this process and the children it forks want the gate (``"1"``, ``"0"`` or
+    ``""`` for the default). The worker's zygote calls it with the caller's ``AKG_TIMING_GATE``:
+    the zygote and its children run with a cleaned environment that does not carry it."""
+    global _configured
+    _configured = switch(setting, DEFAULT_ON)
+
+
+def wanted() -> bool:
+    """Whether the gate is on here: the zygote's setting, else ``AKG_TIMING_GATE``."""
+    return _configured if _configured is not None else switch(os.environ.get(ENV), DEFAULT_ON)
+
+
 def prepare(device: torch.device) -> None:
     """Make this process's gate (the child's warm-up, before its job); see the module docstring."""
     global _ready, _why
     _ready, _why = None, ""
-    if not switch(os.environ.get(ENV), DEFAULT_ON):
+    if not wanted():
         _why = f"off (set {ENV}=1 to use it)"
     elif device.type != "cuda":
         _why = f"not on {device.type}"

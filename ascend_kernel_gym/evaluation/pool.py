@@ -185,6 +185,8 @@ class ZygoteHandle:
                 # "1": spares (forked from the zygote, no candidate code yet) go on starting their
                 # device contexts while a child times (default: stopped meanwhile).
                 "spares_in_timing": os.environ.get("AKG_SPARES_IN_TIMING", ""),
+                # "1" / "0": the timing stage's device gate (evaluation/device_gate.py) on / off
+                "timing_gate": os.environ.get("AKG_TIMING_GATE", ""),
             },
         )
         reply = self._read(time.monotonic() + START_TIMEOUT_S)

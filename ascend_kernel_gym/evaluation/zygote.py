@@ -139,6 +139,7 @@ class Zygote:
         #: spares (no candidate code has run in them) go on starting their device contexts while
         #: a child of this or another worker times, instead of being stopped or waited for
         self.spares_in_timing = switch(str(config.get("spares_in_timing") or ""), False)
+        self.timing_gate = str(config.get("timing_gate") or "")  # AKG_TIMING_GATE (not in our environment)
 
     # --- warm-up ------------------------------------------------------------------------------
     def warm(self) -> dict[str, Any]:
@@ -147,6 +148,9 @@ class Zygote:
         import triton
         import triton.language  # noqa: F401
 
+        from ascend_kernel_gym.evaluation import device_gate
+
+        device_gate.configure(self.timing_gate)  # children forked from here inherit it
         torch.set_num_threads(self.torch_threads)
         # Initialises the thread pools now: until then a fork re-creates a pool thread in the child
         # (torch's at-fork handler), and a child with two threads cannot enter the OS sandbox.
@@ -205,6 +209,7 @@ class Zygote:
             "compiler_warm": self.compiler_warm,
             "device_touched": device_touched(),
             "os_sandbox": sandbox_report,
+            "timing_gate": device_gate.wanted(),
         }
 
     def _warm_os_sandbox(self) -> dict[str, Any] | None:

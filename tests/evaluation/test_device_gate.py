@@ -85,6 +85,7 @@ def test_a_call_whose_gate_opened_by_its_limit_is_timed_again_on_fresh_inputs(mo
 
 
 def test_no_gate_off_cuda_or_when_switched_off(monkeypatch) -> None:
+    monkeypatch.setattr(device_gate, "_configured", None)
     monkeypatch.setenv(device_gate.ENV, "1")
     device_gate.prepare(torch.device("cpu"))
     assert device_gate.ready() == (None, "not on cpu")
@@ -93,6 +94,23 @@ def test_no_gate_off_cuda_or_when_switched_off(monkeypatch) -> None:
         device_gate.prepare(torch.device("cuda"))
         gate, why = device_gate.ready()
         assert gate is None and "off" in why and device_gate.ENV in why
+
+
+def test_the_zygotes_setting_outranks_the_environment(monkeypatch) -> None:
+    """The zygote and its children run with a cleaned environment: the caller's setting reaches
+    them through the zygote's configuration (evaluation/pool.py), which its children inherit."""
+    monkeypatch.setattr(device_gate, "_configured", None)
+    monkeypatch.setenv(device_gate.ENV, "0")
+    device_gate.configure("1")
+    monkeypatch.delenv(device_gate.ENV)
+    assert device_gate.wanted()
+    device_gate.prepare(torch.device("cpu"))
+    assert device_gate.ready() == (None, "not on cpu")  # asked for, so it got as far as the device
+    device_gate.configure("0")
+    monkeypatch.setenv(device_gate.ENV, "1")
+    assert not device_gate.wanted()
+    device_gate.configure("")
+    assert device_gate.wanted() is device_gate.DEFAULT_ON
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

@@ -664,3 +664,36 @@ def test_a_stream_the_harness_never_writes_ends_as_a_violation_not_a_crash() -> 
     header = {"index": 0, "tensors": [{"shape": [1 << 31, 1 << 31], "dtype": "float32", "device": "meta"}]}
     verdict = judge.judge(header, b"")
     assert verdict.action == "fail" and verdict.failure.error_type.value in ("sandbox_violation", "harness_error")
+
+
+def test_the_timing_gate_setting_reaches_the_children_through_the_zygote(tmp_path, monkeypatch) -> None:
+    """The zygote's environment is cleaned (no AKG_ variables): the caller's AKG_TIMING_GATE comes
+    in the zygote's configuration, and the children it forks inherit the setting."""
+    from ascend_kernel_gym.evaluation import device_gate
+
+    monkeypatch.setattr(device_gate, "_configured", None)
+    monkeypatch.delenv(device_gate.ENV, raising=False)
+    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path), "timing_gate": "1"})
+    device_gate.configure(zygote.timing_gate)  # as its warm-up does
+    assert device_gate.wanted()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a child forked from the zygote, as its spares are
+        os.write(write, b"1" if device_gate.wanted() else b"0")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(read, 1) == b"1"
+    os.close(read)
+    os.close(write)
+    os.rmdir(zygote.root)
+
+
+def test_the_pool_hands_the_callers_timing_gate_setting_to_its_zygote(relu_task, tmp_path, monkeypatch) -> None:
+    for setting, wanted in (("1", True), ("0", False)):
+        monkeypatch.setenv("AKG_TIMING_GATE", setting)
+        ev = Evaluator(backend="interpreter", workers=1, cache=False, timeout_s=120, tmp_root=str(tmp_path))
+        try:
+            ev.warm_up()
+            assert ev._handles[0].info["timing_gate"] is wanted
+        finally:
+            ev.close()
