@@ -39,10 +39,6 @@ _TENSOR = torch.Tensor
 SHAPES_OF_VALUES = ("normal", "shifted", "uniform", "affine")
 VALUE_RANGES = ("large", "small", "zeros", "negative")
 DISTRIBUTIONS = ("task", *SHAPES_OF_VALUES, *VALUE_RANGES)
-#: distributions that give every floating input fresh random values, with no structure of the task's
-#: (no cos of 1 at position 0, no exact zeros): math that is the identity on some of the task's
-#: values is not the identity on these
-FRESH_DISTRIBUTIONS = ("normal", "shifted", "uniform", "large", "small", "negative")
 #: what each distribution is called in feedback
 DISTRIBUTION_TEXT = {
     "task": "the task's own inputs",

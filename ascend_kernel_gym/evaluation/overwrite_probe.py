@@ -65,7 +65,7 @@ class OverwriteProbe:
         fresh buffer hands on PyTorch's work. A copy that is itself an unchanged run of an input is
         no source (copying it is copying the input, the kernel's own work); neither is memory that
         the launch wrote in place (the overwrite check above decides that one)."""
-        sources: list[tuple[int, torch.Tensor, str]] = []
+        sources: list[tuple[int, torch.Tensor, str, torch.Tensor]] = []
         for tensor in self._tensors():
             ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
             if ptr not in self.copied or ptr not in tainted or type(tensor) is not torch.Tensor:
@@ -78,7 +78,7 @@ class OverwriteProbe:
             )
             if not copied_input_piece(before, input_bytes):
                 whole = torch.tensor([], dtype=torch.uint8, device=tensor.device).set_(self.snapshots[ptr][1])
-                sources.append((ptr, whole, tainted[ptr]))
+                sources.append((ptr, whole, tainted[ptr], before))
         found: dict[int, str] = {}
         if not sources:
             return found
@@ -87,8 +87,10 @@ class OverwriteProbe:
             ptr = storage.data_ptr()
             if ptr in found or _same_bytes(storage, self.snapshots[ptr][1]):
                 continue  # unchanged by the launch
-            for source, whole, taint in sources:
-                if source != ptr and copied_input_piece(tensor, [whole]):
+            for source, whole, taint, before in sources:
+                if source == ptr or not copied_input_piece(tensor, [whole]):
+                    continue
+                if not elementwise_identity(tensor, before, whole):
                     found[ptr] = taint
                     break
         return found
@@ -159,6 +161,38 @@ class OverwriteProbe:
         except Exception:  # noqa: BLE001 - the second run settles nothing; the memory stays tainted
             return []
         return [ptr for ptr in changed if _same_bytes(self.snapshots[ptr][0], scratch[ptr])]
+
+
+#: the largest share of a written view that may equal its source element for element and still be
+#: the kernel's math (the identity on those values) rather than a copy of PyTorch's work
+IDENTITY_SHARE = 1 / 8
+
+
+def elementwise_identity(written: torch.Tensor, source: torch.Tensor, source_bytes: torch.Tensor) -> bool:
+    """Whether the runs of ``source`` that a launch left in ``written`` are only its math being the
+    identity on some elements: ``written`` and ``source`` (as the launch got it) have one shape and
+    dtype, the elements equal at the same index are fewer than :data:`IDENTITY_SHARE` of them, and
+    with those elements changed no run of the source is left. RoPE on PyTorch's token-major copy of
+    ``q`` writes position 0 unchanged (cos 1, sin 0): the identity on a small part, not a copy. A
+    kernel that copies PyTorch's rearranged copy writes all of it, or shifts it (no same-index match).
+    """
+    if (
+        torch.Tensor.size(written) != torch.Tensor.size(source)
+        or written.dtype != source.dtype
+        or torch.Tensor.element_size(written) not in _WORDS
+        or torch.Tensor.numel(written) == 0
+    ):
+        return False
+    word = _WORDS[torch.Tensor.element_size(written)]
+    after = torch.Tensor.view(torch.Tensor.contiguous(written), word)
+    same = after == torch.Tensor.view(torch.Tensor.contiguous(source), word)
+    if not bool(same.any()) or float(same.float().mean()) >= IDENTITY_SHARE:
+        return False
+    changed = torch.where(same, after ^ 1, after)  # one bit off: no longer the source's element there
+    return not copied_input_piece(torch.Tensor.view(changed, written.dtype), [source_bytes])
+
+
+_WORDS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def _nested_tensors(value: Any, depth: int = 0) -> list[torch.Tensor] | None:

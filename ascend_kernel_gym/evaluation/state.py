@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -78,12 +77,6 @@ class ChildState:
     #: shape cases construct more instances)
     model_cls: Any = None
     init_seed: int = 0
-    #: a correctness trial on fresh random inputs passed without the input-copy taint: a taint seen
-    #: on other inputs may be the kernel's identity math on their values (:mod:`.correctness`)
-    copy_taint_cleared: bool = False
-    #: draws fresh random inputs for the task (set by the correctness stage): a taint in a later
-    #: stage's checked call is looked at again on them
-    fresh_inputs: Callable[[], list[Any]] | None = None
     t_stage: float = field(default_factory=time.perf_counter)
 
     def stage(self, stage: Stage) -> None:

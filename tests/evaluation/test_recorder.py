@@ -591,3 +591,46 @@ def test_a_kernel_copy_of_a_rearranged_pytorch_copy_carries_its_taint() -> None:
     out.copy_(transposed)
     assert probe.kernel_copies(inputs, tainted) == {out.untyped_storage().data_ptr(): taint}
     assert probe.overwritten(lambda a, k: None) == []
+
+
+def test_math_that_is_the_identity_on_a_few_rows_is_not_a_copy_but_a_copy_of_them_all_is() -> None:
+    """RoPE on PyTorch's token-major copy of q writes position 0 back unchanged (cos 1, sin 0): the
+    kernel's math, the identity on a small part of its output at the same places. A kernel that
+    copies the whole rearranged copy, or shifts a few rows of it, hands on PyTorch's work."""
+    from ascend_kernel_gym.evaluation.input_copies import tensor_bytes
+    from ascend_kernel_gym.evaluation.overwrite_probe import IDENTITY_SHARE, OverwriteProbe
+
+    q = torch.randn(2, 4, 16, 64)  # [B, H, S, D]
+    inputs = [tensor_bytes(q)]
+    taint = "aten.clone of an input"
+    source = q.transpose(1, 2).contiguous()  # [B, S, H, D]: every row of 64 floats is 256 bytes
+    angle = torch.rand(16, 1, 1) * 3.0
+    angle[0] = 0.0  # position 0: cos 1, sin 0
+
+    def copies(write) -> dict[int, str]:
+        out = torch.full_like(source, float("nan"))  # not memory that already holds this output
+        tainted = {source.untyped_storage().data_ptr(): taint}
+        probe = OverwriteProbe.prepare((source, out), {}, tainted)
+        assert probe is not None
+        write(out)
+        return probe.kernel_copies(inputs, tainted)
+
+    def rope(out: torch.Tensor) -> None:
+        x1, x2 = source[..., :32], source[..., 32:]
+        out.copy_(torch.cat([x1 * angle.cos() - x2 * angle.sin(), x2 * angle.cos() + x1 * angle.sin()], dim=-1))
+
+    for _ in range(20):  # the run search picks slices at random: every draw must agree
+        assert copies(rope) == {}
+    assert 1 / 16 < IDENTITY_SHARE
+
+    def shifted(out: torch.Tensor) -> None:  # position 0 of the copy written at position 1: a move
+        rope(out)
+        out[:, 1] = source[:, 0]
+
+    def whole(out: torch.Tensor) -> None:
+        out.copy_(source)
+
+    for write in (whole, shifted):
+        hits = [copies(write) for _ in range(60)]  # found in about a quarter of the draws (shifted)
+        assert all(hit == {} or list(hit.values()) == [taint] for hit in hits)
+        assert any(hits), write.__name__

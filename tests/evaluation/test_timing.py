@@ -16,7 +16,7 @@ import random
 
 import pytest
 import torch
-from identity_math import SCALE_FP32_CANDIDATE, scale_by_ones_task
+from identity_math import ADD_FP32_CANDIDATE, add_task
 
 from ascend_kernel_gym.evaluation import ErrorType, EvalResult, Stage, timing
 from ascend_kernel_gym.evaluation.job import Job
@@ -616,26 +616,18 @@ def test_a_forward_that_leaves_another_stream_current_is_refused() -> None:
     assert refused.value.error_type == ErrorType.FORBIDDEN and refused.value.hack
 
 
-def test_identity_math_passes_the_audited_calls(evaluator, tmp_path) -> None:
-    """The audited calls use the task's inputs (w all ones): the taint they carry is looked at again
-    on fresh random inputs, where this kernel's output holds no copy."""
-    result = _timed(evaluator, scale_by_ones_task(tmp_path), SCALE_FP32_CANDIDATE)
-    assert result.ok and result.stage == Stage.DONE, result.error_message
-    assert result.timing["audit_rounds"] == 5
-
-
 COPY_AFTER_CORRECTNESS = """
         self.calls = getattr(self, "calls", 0) + 1
         if self.calls > 8:
-            w = torch.ones_like(w)  # from here on the kernel writes PyTorch's copy of x back
+            w = torch.zeros_like(w)  # from here on the kernel writes PyTorch's copy of x back
 """
 
 
-def test_copying_pytorchs_copy_during_timing_is_refused_after_identity_math_was_cleared(evaluator, tmp_path) -> None:
-    """Past the correctness trials the kernel copies PyTorch's upcast of x on any inputs: the
-    audited call's taint is looked at again on fresh random inputs, and stands."""
+def test_copying_pytorchs_copy_during_timing_is_refused_by_the_audits(evaluator, tmp_path) -> None:
+    """Past the correctness trials the kernel copies PyTorch's upcast of x: the audited calls (the
+    task's own inputs) carry the input-copy taint."""
     anchor = "        xf = x.contiguous().float()\n"
-    code = SCALE_FP32_CANDIDATE.replace(anchor, COPY_AFTER_CORRECTNESS + anchor)
-    result = _timed(evaluator, scale_by_ones_task(tmp_path), code)
+    code = ADD_FP32_CANDIDATE.replace(anchor, COPY_AFTER_CORRECTNESS + anchor)
+    result = _timed(evaluator, add_task(tmp_path), code)
     assert result.error_type == ErrorType.TORCH_FALLBACK and result.hack, result.error_message
     assert result.stage == Stage.PERFORMANCE

@@ -4,6 +4,7 @@
 # Legitimate (red team of 2026-12-05, h08): the input is upcast by PyTorch (x.float()) before the
 # kernel adds the bias; where the bias is exactly 0 (the trial with many exact zeros) the sum is the
 # upcast input itself, which the input-copy taint read as a kernel copying PyTorch's conversion.
+# The taint is not counted in the trial with many exact zeros (only there).
 import torch
 import torch.nn as nn
 import triton
