@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ascend_kernel_gym.evaluation.input_copies import copied_input_piece
+from ascend_kernel_gym.evaluation.input_copies import MIN_COPIED_PIECE_BYTES, copied_input_piece
 
 _PLAIN = (bool, int, float, str)
 
@@ -54,17 +54,26 @@ class OverwriteProbe:
         self.copied = copied
         #: whether :meth:`overwritten` may run the launch again (bounded per call by the recorder)
         self.second_run = True
+        #: storage pointer -> taint, for memory the launch left holding its PyTorch-copied argument
+        #: only where its math was the identity (set by :meth:`kernel_copies`)
+        self.identity_copies: dict[int, str] = {}
         #: every tensor of the launch, also those nested in tuples and descriptors
         self.tensors: list[torch.Tensor] = [
             v for v in [*args, *kwargs.values()] if type(v) in (torch.Tensor, torch.nn.Parameter)
         ]
 
-    def kernel_copies(self, input_bytes: list[torch.Tensor], tainted: dict[int, str]) -> dict[int, str]:
+    def kernel_copies(
+        self, input_bytes: list[torch.Tensor], tainted: dict[int, str], identity: set[int] | None = None
+    ) -> dict[int, str]:
         """Memory the launch wrote that now holds a verbatim run of the PyTorch copies it was given,
         with the copy's taint: a kernel that copies PyTorch's rearranged or converted data into a
         fresh buffer hands on PyTorch's work. A copy that is itself an unchanged run of an input is
         no source (copying it is copying the input, the kernel's own work); neither is memory that
-        the launch wrote in place (the overwrite check above decides that one)."""
+        the launch wrote in place (the overwrite check above decides that one). Memory whose runs
+        are only its math being the identity on a few elements (:func:`identity_only`) goes to
+        :attr:`identity_copies` instead, unless its
+        source is such memory itself (``identity``: a kernel's identity math is returned as it is,
+        never assembled from pieces by further copies)."""
         sources: list[tuple[int, torch.Tensor, str, torch.Tensor]] = []
         for tensor in self._tensors():
             ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
@@ -88,11 +97,20 @@ class OverwriteProbe:
             if ptr in found or _same_bytes(storage, self.snapshots[ptr][1]):
                 continue  # unchanged by the launch
             for source, whole, taint, before in sources:
-                if source == ptr or not copied_input_piece(tensor, [whole]):
+                if source == ptr:
                     continue
-                if not elementwise_identity(tensor, before, whole):
+                same = same_index_elements(tensor, before)
+                if same is None:
+                    if copied_input_piece(tensor, [whole]):
+                        found[ptr] = taint
+                        self.identity_copies.pop(ptr, None)
+                        break
+                    continue
+                if source in (identity or ()) or not identity_only(tensor, same, whole):
                     found[ptr] = taint
+                    self.identity_copies.pop(ptr, None)
                     break
+                self.identity_copies[ptr] = taint
         return found
 
     def _tensors(self) -> list[torch.Tensor]:
@@ -168,28 +186,47 @@ class OverwriteProbe:
 IDENTITY_SHARE = 1 / 8
 
 
-def elementwise_identity(written: torch.Tensor, source: torch.Tensor, source_bytes: torch.Tensor) -> bool:
-    """Whether the runs of ``source`` that a launch left in ``written`` are only its math being the
-    identity on some elements: ``written`` and ``source`` (as the launch got it) have one shape and
-    dtype, the elements equal at the same index are fewer than :data:`IDENTITY_SHARE` of them, and
-    with those elements changed no run of the source is left. RoPE on PyTorch's token-major copy of
-    ``q`` writes position 0 unchanged (cos 1, sin 0): the identity on a small part, not a copy. A
-    kernel that copies PyTorch's rearranged copy writes all of it, or shifts it (no same-index match).
-    """
+def same_index_elements(written: torch.Tensor, source: torch.Tensor) -> torch.Tensor | None:
+    """Which elements of ``written`` equal ``source``'s at the same index, bit for bit (row-major,
+    flat), when the two views have one shape and dtype and such equal elements form a run of at
+    least ``MIN_COPIED_PIECE_BYTES`` somewhere; None otherwise. Unlike the run search in random
+    slices this looks at every element: a kernel copying PyTorch's copy piece by piece, with
+    other values around each piece, is found whatever the slices."""
+    size = torch.Tensor.element_size(written)
     if (
         torch.Tensor.size(written) != torch.Tensor.size(source)
         or written.dtype != source.dtype
-        or torch.Tensor.element_size(written) not in _WORDS
-        or torch.Tensor.numel(written) == 0
+        or size not in _WORDS
+        or torch.Tensor.numel(written) * size < MIN_COPIED_PIECE_BYTES
     ):
+        return None
+    word = _WORDS[size]
+    same = (
+        torch.Tensor.view(torch.Tensor.contiguous(written), word)
+        == torch.Tensor.view(torch.Tensor.contiguous(source), word)
+    ).reshape(-1)
+    run = -(-MIN_COPIED_PIECE_BYTES // size)
+    if int(same.sum()) < run:
+        return None
+    # the longest run of equal elements, from where runs start and end
+    edge = torch.zeros(1, dtype=torch.bool, device=same.device)
+    starts = torch.nonzero(same & ~torch.cat([edge, same[:-1]])).flatten()
+    ends = torch.nonzero(same & ~torch.cat([same[1:], edge])).flatten()
+    return same if int((ends - starts).max()) + 1 >= run else None
+
+
+def identity_only(written: torch.Tensor, same: torch.Tensor, source_bytes: torch.Tensor) -> bool:
+    """Whether ``written``, whose elements ``same`` equal its source's at the same index, is the
+    kernel's math being the identity there rather than a copy: those are fewer than
+    :data:`IDENTITY_SHARE` of its elements, and with them changed no run of the source is left.
+    RoPE on PyTorch's token-major copy of ``q`` writes position 0 unchanged (cos 1, sin 0)."""
+    if float(same.float().mean()) >= IDENTITY_SHARE:
         return False
     word = _WORDS[torch.Tensor.element_size(written)]
-    after = torch.Tensor.view(torch.Tensor.contiguous(written), word)
-    same = after == torch.Tensor.view(torch.Tensor.contiguous(source), word)
-    if not bool(same.any()) or float(same.float().mean()) >= IDENTITY_SHARE:
-        return False
+    after = torch.Tensor.view(torch.Tensor.contiguous(written), word).reshape(-1)
     changed = torch.where(same, after ^ 1, after)  # one bit off: no longer the source's element there
-    return not copied_input_piece(torch.Tensor.view(changed, written.dtype), [source_bytes])
+    view = torch.Tensor.view(changed, written.dtype).reshape(torch.Tensor.size(written))
+    return not copied_input_piece(view, [source_bytes])
 
 
 _WORDS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}

@@ -607,13 +607,17 @@ def test_math_that_is_the_identity_on_a_few_rows_is_not_a_copy_but_a_copy_of_the
     angle = torch.rand(16, 1, 1) * 3.0
     angle[0] = 0.0  # position 0: cos 1, sin 0
 
-    def copies(write) -> dict[int, str]:
+    identities: list[dict[int, str]] = []
+
+    def copies(write, identity: set[int] | None = None) -> dict[int, str]:
         out = torch.full_like(source, float("nan"))  # not memory that already holds this output
         tainted = {source.untyped_storage().data_ptr(): taint}
         probe = OverwriteProbe.prepare((source, out), {}, tainted)
         assert probe is not None
         write(out)
-        return probe.kernel_copies(inputs, tainted)
+        found = probe.kernel_copies(inputs, tainted, identity)
+        identities.append(probe.identity_copies)
+        return found
 
     def rope(out: torch.Tensor) -> None:
         x1, x2 = source[..., :32], source[..., 32:]
@@ -621,6 +625,9 @@ def test_math_that_is_the_identity_on_a_few_rows_is_not_a_copy_but_a_copy_of_the
 
     for _ in range(20):  # the run search picks slices at random: every draw must agree
         assert copies(rope) == {}
+        assert list(identities[-1].values()) == [taint]  # returned as it is, the kernel's
+    # a source that is itself such identity math is never one: pieces of it assembled are a copy
+    assert list(copies(rope, {source.untyped_storage().data_ptr()}).values()) == [taint]
     assert 1 / 16 < IDENTITY_SHARE
 
     def shifted(out: torch.Tensor) -> None:  # position 0 of the copy written at position 1: a move

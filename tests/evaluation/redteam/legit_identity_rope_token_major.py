@@ -4,7 +4,7 @@
 # Legitimate (red team of 2026-12-05, h06): RoPE in token-major layout. PyTorch's transposing copy
 # feeds the kernel; at position 0 (cos 1, sin 0) the kernel's math is the identity, so it writes
 # those input rows back unchanged (1/S of the output, at the same places as in its input): not a
-# copy of PyTorch's work (overwrite_probe.elementwise_identity). Was refused as torch_fallback.
+# copy of PyTorch's work (overwrite_probe.identity_only). Was refused as torch_fallback.
 import torch
 import torch.nn as nn
 import triton
