@@ -106,7 +106,7 @@ class OverwriteProbe:
                         self.identity_copies.pop(ptr, None)
                         break
                     continue
-                if source in (identity or ()) or not identity_only(tensor, same, whole):
+                if source in (identity or ()) or not identity_only(tensor, before, same, whole):
                     found[ptr] = taint
                     self.identity_copies.pop(ptr, None)
                     break
@@ -181,9 +181,9 @@ class OverwriteProbe:
         return [ptr for ptr in changed if _same_bytes(self.snapshots[ptr][0], scratch[ptr])]
 
 
-#: the largest share of a written view that may equal its source element for element and still be
-#: the kernel's math (the identity on those values) rather than a copy of PyTorch's work
-IDENTITY_SHARE = 1 / 8
+#: an element a launch changed counts as changed when it moved this far from its source's value
+#: (relative); closer ones are the source's with a nudge (a copy kept within a tolerance)
+FAR = 1e-2
 
 
 def same_index_elements(written: torch.Tensor, source: torch.Tensor) -> torch.Tensor | None:
@@ -215,16 +215,26 @@ def same_index_elements(written: torch.Tensor, source: torch.Tensor) -> torch.Te
     return same if int((ends - starts).max()) + 1 >= run else None
 
 
-def identity_only(written: torch.Tensor, same: torch.Tensor, source_bytes: torch.Tensor) -> bool:
-    """Whether ``written``, whose elements ``same`` equal its source's at the same index, is the
-    kernel's math being the identity there rather than a copy: those are fewer than
-    :data:`IDENTITY_SHARE` of its elements, and with them changed no run of the source is left.
-    RoPE on PyTorch's token-major copy of ``q`` writes position 0 unchanged (cos 1, sin 0)."""
-    if float(same.float().mean()) >= IDENTITY_SHARE:
+def identity_only(written: torch.Tensor, source: torch.Tensor, same: torch.Tensor, source_bytes: torch.Tensor) -> bool:
+    """Whether ``written``, whose elements ``same`` equal ``source``'s at the same index, is the
+    kernel's math being the identity there rather than a copy: not every element is equal, most of
+    the others moved far from the source's value (:data:`FAR`; a copy with a few elements nudged
+    within a tolerance is a copy), and with the equal elements changed no run of the source is
+    left. RoPE on PyTorch's token-major copy of ``q`` writes position 0 unchanged (cos 1, sin 0);
+    leaky ReLU on PyTorch's fp32 copy writes every positive element unchanged."""
+    if bool(same.all()):
         return False
+    other = ~same
+    after = torch.Tensor.contiguous(written).reshape(-1)
+    before = torch.Tensor.contiguous(source).reshape(-1)
+    if written.dtype.is_floating_point:
+        new, old = after[other].double(), before[other].double()
+        far = ~((new - old).abs() <= FAR * old.abs() + 1e-12)  # NaN counts as far
+        if float(far.double().mean()) < 0.5:
+            return False
     word = _WORDS[torch.Tensor.element_size(written)]
-    after = torch.Tensor.view(torch.Tensor.contiguous(written), word).reshape(-1)
-    changed = torch.where(same, after ^ 1, after)  # one bit off: no longer the source's element there
+    bits = torch.Tensor.view(after, word)
+    changed = torch.where(same, bits ^ 1, bits)  # one bit off: no longer the source's element there
     view = torch.Tensor.view(changed, written.dtype).reshape(torch.Tensor.size(written))
     return not copied_input_piece(view, [source_bytes])
 

@@ -696,10 +696,12 @@ class Recorder:
                 self.record_fill(name, tensor)
             return
         source_taint = "Python data" if name.startswith("lift_fresh") and not _initial_value(out) else None
+        carried = False
         for tensor in _tensors(sources):
             found = self.tensor_taint(tensor)
             if found is not None:
                 source_taint = found
+                carried = self._casts_identity(name, tensor, sources, targets is out)
                 break
         if source_taint is None:
             source_taint = self._copied_input(name, sources, targets)
@@ -709,6 +711,18 @@ class Recorder:
             if tensor.layout == torch.strided:
                 ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
                 self.taint(ptr, f"aten.{name} of {source_taint}", view_of(tensor).byte_span())
+                if carried:
+                    self.identity.add(ptr)
+
+    def _casts_identity(self, name: str, source: torch.Tensor, sources: list[Any], fresh: bool) -> bool:
+        """Whether this operator casts all of a kernel's identity math (``identity``) into a new
+        tensor, which holds the kernel's result as well (``y.to(x.dtype)`` after a kernel that
+        computed in fp32); every other copy of such memory is a copy (pieces of it assembled)."""
+        if name != "_to_copy" or not fresh or len(_tensors(sources)) != 1:
+            return False
+        storage = torch.Tensor.untyped_storage(source)
+        view = view_of(source)
+        return storage.data_ptr() in self.identity and view.byte_span() == (0, storage.nbytes()) and gapless(view)
 
     def _copied_input(self, name: str, sources: list[Any], targets: Any) -> str | None:
         """Whether a copy that rearranges or converts reads memory holding a verbatim piece of an input.

@@ -598,7 +598,7 @@ def test_math_that_is_the_identity_on_a_few_rows_is_not_a_copy_but_a_copy_of_the
     kernel's math, the identity on a small part of its output at the same places. A kernel that
     copies the whole rearranged copy, or shifts a few rows of it, hands on PyTorch's work."""
     from ascend_kernel_gym.evaluation.input_copies import tensor_bytes
-    from ascend_kernel_gym.evaluation.overwrite_probe import IDENTITY_SHARE, OverwriteProbe
+    from ascend_kernel_gym.evaluation.overwrite_probe import OverwriteProbe
 
     q = torch.randn(2, 4, 16, 64)  # [B, H, S, D]
     inputs = [tensor_bytes(q)]
@@ -628,7 +628,20 @@ def test_math_that_is_the_identity_on_a_few_rows_is_not_a_copy_but_a_copy_of_the
         assert list(identities[-1].values()) == [taint]  # returned as it is, the kernel's
     # a source that is itself such identity math is never one: pieces of it assembled are a copy
     assert list(copies(rope, {source.untyped_storage().data_ptr()}).values()) == [taint]
-    assert 1 / 16 < IDENTITY_SHARE
+
+    def nudged(out: torch.Tensor) -> None:  # a copy with one element in 256 moved by a rounding step
+        out.copy_(source)
+        out.view(-1)[::256] = torch.nextafter(source.view(-1)[::256], torch.tensor(float("inf")))
+
+    mostly_positive = source + 3.0
+    source.copy_(mostly_positive)  # the same memory, now mostly positive
+    leaky_out = torch.full_like(source, float("nan"))
+    tainted = {source.untyped_storage().data_ptr(): taint}
+    probe = OverwriteProbe.prepare((source, leaky_out), {}, tainted)
+    assert probe is not None
+    leaky_out.copy_(torch.where(source > 0, source, 0.01 * source))
+    assert probe.kernel_copies(inputs, tainted) == {} and list(probe.identity_copies.values()) == [taint]
+    assert all(list(copies(nudged).values()) == [taint] for _ in range(5))
 
     def shifted(out: torch.Tensor) -> None:  # position 0 of the copy written at position 1: a move
         rope(out)

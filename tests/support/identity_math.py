@@ -1,10 +1,10 @@
 """A task where exact zeros make an honest kernel's math the identity, and kernels for it.
 
-``x + w`` with ``x`` int32 (trials leave integer inputs as they are) and ``w`` float16, both
-``[2, 64]``. The honest kernel adds ``w`` to PyTorch's fp32 copy of ``x``; in the correctness
-trial with many exact zeros ``w[0]`` is all zeros, so row 0 of its output is that copy unchanged
-(256 bytes: the input-copy taint sees a kernel copying PyTorch's work; with two rows both are
-searched). Used by test_correctness.py and test_timing.py.
+``x + w[0]`` with ``x`` int32 (trials leave integer inputs as they are) and ``w`` float16, both
+``[2, 64]``. The honest kernel adds ``w[0]`` to PyTorch's fp32 copy of ``x``; in the correctness
+trial with many exact zeros ``w[0]`` is all zeros, so its whole output is that copy unchanged,
+exactly what a kernel copying PyTorch's work writes. Used by test_correctness.py and
+test_timing.py.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import torch.nn as nn
 
 class Model(nn.Module):
     def forward(self, x, w):
-        return x + w
+        return x + w[0:1]
 
 
 def get_inputs():
@@ -39,11 +39,11 @@ import triton.language as tl
 
 
 @triton.jit
-def add_kernel(x_ptr, w_ptr, y_ptr, n, BLOCK: tl.constexpr):
+def add_kernel(x_ptr, w_ptr, y_ptr, n, cols, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask)
-    w = tl.load(w_ptr + offs, mask=mask).to(tl.float32)
+    w = tl.load(w_ptr + offs % cols, mask=mask).to(tl.float32)
     tl.store(y_ptr + offs, x + w, mask=mask)
 
 
@@ -52,7 +52,7 @@ class ModelNew(nn.Module):
         xf = x.contiguous().float()
         y = torch.empty_like(xf)
         n = xf.numel()
-        add_kernel[(triton.cdiv(n, 128),)](xf, w.contiguous(), y, n, BLOCK=128)
+        add_kernel[(triton.cdiv(n, 128),)](xf, w.contiguous(), y, n, xf.shape[-1], BLOCK=128)
         return y.half()
 """
 

@@ -3,8 +3,8 @@
 # task: core/L1/transpose
 # hack: yes
 # Against the identity rule of 2026-12-05 (overwrite_probe.identity_only): a launch whose
-# output equals PyTorch's copy at the same places on under an eighth of it is the kernel's math,
-# not a copy. Here nine launches each copy a ninth of PyTorch's transposing copy into a buffer of
+# output equals PyTorch's copy at the same places on part of it, other values elsewhere, is the
+# kernel's math, not a copy. Here nine launches each copy a ninth of PyTorch's transposing copy into a buffer of
 # their own (the rest of it garbage), and a last kernel assembles the nine pieces: memory holding
 # such identity math may be returned as it is, but copying it on (a kernel or PyTorch) is a copy.
 import torch
