@@ -186,7 +186,7 @@ def _copy_taint(stats: Any, tensors: list[torch.Tensor], placed: list[tuple[torc
     """The input-copy taint's failure for the call's output tensors, if any."""
     for tensor, ptr in placed:
         taint = stats.tainted.get(ptr)
-        if taint is None or taint == "an input" or ptr in stats.identity:  # an input: the aliasing check's
+        if taint is None or taint == "an input":  # returning an input: the aliasing check's
             continue
         spans = stats.taint_spans.get(ptr)
         if spans is None or any(spans_meet(span, view_of(tensor).byte_span()) for span in spans):

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ascend_kernel_gym.evaluation.input_copies import MIN_COPIED_PIECE_BYTES, copied_input_piece
+from ascend_kernel_gym.evaluation.input_copies import copied_input_piece
 
 _PLAIN = (bool, int, float, str)
 
@@ -54,27 +54,18 @@ class OverwriteProbe:
         self.copied = copied
         #: whether :meth:`overwritten` may run the launch again (bounded per call by the recorder)
         self.second_run = True
-        #: storage pointer -> taint, for memory the launch left holding its PyTorch-copied argument
-        #: only where its math was the identity (set by :meth:`kernel_copies`)
-        self.identity_copies: dict[int, str] = {}
         #: every tensor of the launch, also those nested in tuples and descriptors
         self.tensors: list[torch.Tensor] = [
             v for v in [*args, *kwargs.values()] if type(v) in (torch.Tensor, torch.nn.Parameter)
         ]
 
-    def kernel_copies(
-        self, input_bytes: list[torch.Tensor], tainted: dict[int, str], identity: set[int] | None = None
-    ) -> dict[int, str]:
+    def kernel_copies(self, input_bytes: list[torch.Tensor], tainted: dict[int, str]) -> dict[int, str]:
         """Memory the launch wrote that now holds a verbatim run of the PyTorch copies it was given,
         with the copy's taint: a kernel that copies PyTorch's rearranged or converted data into a
         fresh buffer hands on PyTorch's work. A copy that is itself an unchanged run of an input is
         no source (copying it is copying the input, the kernel's own work); neither is memory that
-        the launch wrote in place (the overwrite check above decides that one). Memory whose runs
-        are only its math being the identity on a few elements (:func:`identity_only`) goes to
-        :attr:`identity_copies` instead, unless its
-        source is such memory itself (``identity``: a kernel's identity math is returned as it is,
-        never assembled from pieces by further copies)."""
-        sources: list[tuple[int, torch.Tensor, str, torch.Tensor]] = []
+        the launch wrote in place (the overwrite check above decides that one)."""
+        sources: list[tuple[int, torch.Tensor, str]] = []
         for tensor in self._tensors():
             ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
             if ptr not in self.copied or ptr not in tainted or type(tensor) is not torch.Tensor:
@@ -87,7 +78,7 @@ class OverwriteProbe:
             )
             if not copied_input_piece(before, input_bytes):
                 whole = torch.tensor([], dtype=torch.uint8, device=tensor.device).set_(self.snapshots[ptr][1])
-                sources.append((ptr, whole, tainted[ptr], before))
+                sources.append((ptr, whole, tainted[ptr]))
         found: dict[int, str] = {}
         if not sources:
             return found
@@ -96,21 +87,10 @@ class OverwriteProbe:
             ptr = storage.data_ptr()
             if ptr in found or _same_bytes(storage, self.snapshots[ptr][1]):
                 continue  # unchanged by the launch
-            for source, whole, taint, before in sources:
-                if source == ptr:
-                    continue
-                same = same_index_elements(tensor, before)
-                if same is None:
-                    if copied_input_piece(tensor, [whole]):
-                        found[ptr] = taint
-                        self.identity_copies.pop(ptr, None)
-                        break
-                    continue
-                if source in (identity or ()) or not identity_only(tensor, before, same, whole):
+            for source, whole, taint in sources:
+                if source != ptr and (copied_input_piece(tensor, [whole]) or _storage_copies(tensor, whole)):
                     found[ptr] = taint
-                    self.identity_copies.pop(ptr, None)
                     break
-                self.identity_copies[ptr] = taint
         return found
 
     def _tensors(self) -> list[torch.Tensor]:
@@ -181,65 +161,18 @@ class OverwriteProbe:
         return [ptr for ptr in changed if _same_bytes(self.snapshots[ptr][0], scratch[ptr])]
 
 
-#: an element a launch changed counts as changed when it moved this far from its source's value
-#: (relative); closer ones are the source's with a nudge (a copy kept within a tolerance)
-FAR = 1e-2
-
-
-def same_index_elements(written: torch.Tensor, source: torch.Tensor) -> torch.Tensor | None:
-    """Which elements of ``written`` equal ``source``'s at the same index, bit for bit (row-major,
-    flat), when the two views have one shape and dtype and such equal elements form a run of at
-    least ``MIN_COPIED_PIECE_BYTES`` somewhere; None otherwise. Unlike the run search in random
-    slices this looks at every element: a kernel copying PyTorch's copy piece by piece, with
-    other values around each piece, is found whatever the slices."""
-    size = torch.Tensor.element_size(written)
-    if (
-        torch.Tensor.size(written) != torch.Tensor.size(source)
-        or written.dtype != source.dtype
-        or size not in _WORDS
-        or torch.Tensor.numel(written) * size < MIN_COPIED_PIECE_BYTES
-    ):
-        return None
-    word = _WORDS[size]
-    same = (
-        torch.Tensor.view(torch.Tensor.contiguous(written), word)
-        == torch.Tensor.view(torch.Tensor.contiguous(source), word)
-    ).reshape(-1)
-    run = -(-MIN_COPIED_PIECE_BYTES // size)
-    if int(same.sum()) < run:
-        return None
-    # the longest run of equal elements, from where runs start and end
-    edge = torch.zeros(1, dtype=torch.bool, device=same.device)
-    starts = torch.nonzero(same & ~torch.cat([edge, same[:-1]])).flatten()
-    ends = torch.nonzero(same & ~torch.cat([same[1:], edge])).flatten()
-    return same if int((ends - starts).max()) + 1 >= run else None
-
-
-def identity_only(written: torch.Tensor, source: torch.Tensor, same: torch.Tensor, source_bytes: torch.Tensor) -> bool:
-    """Whether ``written``, whose elements ``same`` equal ``source``'s at the same index, is the
-    kernel's math being the identity there rather than a copy: not every element is equal, most of
-    the others moved far from the source's value (:data:`FAR`; a copy with a few elements nudged
-    within a tolerance is a copy), and with the equal elements changed no run of the source is
-    left. RoPE on PyTorch's token-major copy of ``q`` writes position 0 unchanged (cos 1, sin 0);
-    leaky ReLU on PyTorch's fp32 copy writes every positive element unchanged."""
-    if bool(same.all()):
+def _storage_copies(tensor: torch.Tensor, source_bytes: torch.Tensor) -> bool:
+    """Whether all of ``tensor``'s storage, read in its dtype, is a verbatim run of the source,
+    when the tensor is a smaller view of it: a kernel given a one-element view writes wherever its
+    pointer arithmetic takes it (red team of 2026-12-05, ``launder_tiny_view_argument``)."""
+    storage = torch.Tensor.untyped_storage(tensor)
+    size = torch.Tensor.element_size(tensor)
+    if size <= 0 or storage.nbytes() < size:
         return False
-    other = ~same
-    after = torch.Tensor.contiguous(written).reshape(-1)
-    before = torch.Tensor.contiguous(source).reshape(-1)
-    if written.dtype.is_floating_point:
-        new, old = after[other].double(), before[other].double()
-        far = ~((new - old).abs() <= FAR * old.abs() + 1e-12)  # NaN counts as far
-        if float(far.double().mean()) < 0.5:
-            return False
-    word = _WORDS[torch.Tensor.element_size(written)]
-    bits = torch.Tensor.view(after, word)
-    changed = torch.where(same, bits ^ 1, bits)  # one bit off: no longer the source's element there
-    view = torch.Tensor.view(changed, written.dtype).reshape(torch.Tensor.size(written))
-    return not copied_input_piece(view, [source_bytes])
-
-
-_WORDS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+    whole = torch.empty(0, dtype=tensor.dtype, device=tensor.device).set_(storage, 0, (storage.nbytes() // size,))
+    if torch.Tensor.numel(whole) == torch.Tensor.numel(tensor):
+        return False  # the view already spans it: searched as it is
+    return copied_input_piece(whole, [source_bytes])
 
 
 def _nested_tensors(value: Any, depth: int = 0) -> list[torch.Tensor] | None:

@@ -168,10 +168,6 @@ class Recorder:
         #: storage pointer -> the byte spans that hold the tainted data, where that is not the whole
         #: storage (a staging copy in one part of an allocation whose other part a kernel writes)
         self.taint_spans: dict[int, list[tuple[int, int]]] = {}
-        #: tainted storages whose data a kernel's math left unchanged on a few elements (the
-        #: identity there, ``overwrite_probe.identity_only``): returned as they are, or as a
-        #: view, they are the kernel's; copied on by PyTorch or a kernel, they are a copy
-        self.identity: set[int] = set()
         #: the bytes of the current forward call's dense inputs (uint8 views of their memory)
         self.input_bytes: list[torch.Tensor] = []
         #: dtypes a kernel's copy of an input could be converted back to (see ``conversion_dtypes``)
@@ -426,7 +422,7 @@ class Recorder:
                     overwritten = probe.overwritten(
                         lambda a, k: original(fn_self, *a, grid=grid_tuple, warmup=False, **k)
                     )
-                    copies = probe.kernel_copies(recorder.input_bytes, recorder.tainted, recorder.identity)
+                    copies = probe.kernel_copies(recorder.input_bytes, recorder.tainted)
                 finally:
                     recorder._suspended -= 1
                 for ptr in overwritten:
@@ -434,9 +430,6 @@ class Recorder:
                     recorder.writes = [w for w in recorder.writes if w[1] != ptr]
                 for ptr, source in copies.items():
                     recorder.taint(ptr, f"a kernel's copy of {source}")
-                for ptr, source in probe.identity_copies.items():
-                    recorder.taint(ptr, f"a kernel's math, the identity on part of {source}")
-                    recorder.identity.add(ptr)
             return result
 
         cls.run = run
@@ -519,7 +512,6 @@ class Recorder:
         self._probes = 0
         self.tainted = {ptr: "an input" for ptr in _storage_ptrs(inputs)}
         self.taint_spans = {}
-        self.identity = set()
         self.input_bytes = [tensor_bytes(t) for t in _tensors(inputs) if torch.Tensor.is_contiguous(t)]
         self.input_dtypes = conversion_dtypes(_tensors(inputs))
         self.recording = True
@@ -539,7 +531,6 @@ class Recorder:
             stats.writes = list(self.writes)
             stats.tainted = dict(self.tainted)
             stats.taint_spans = {ptr: list(spans) for ptr, spans in self.taint_spans.items()}
-            stats.identity = set(self.identity)
             stats.input_bytes = self.input_bytes
             self.input_bytes = []
             self.input_dtypes = ()
@@ -616,7 +607,6 @@ class Recorder:
         """Storage ``ptr`` holds tainted data: in the byte ``span`` of it, or (None) anywhere."""
         whole = ptr in self.tainted and ptr not in self.taint_spans
         self.tainted[ptr] = label
-        self.identity.discard(ptr)
         if span is None or whole:
             self.taint_spans.pop(ptr, None)
         else:
@@ -638,7 +628,6 @@ class Recorder:
     def untaint(self, ptr: int) -> None:
         self.tainted.pop(ptr, None)
         self.taint_spans.pop(ptr, None)
-        self.identity.discard(ptr)
 
     def poison(self, out: Any) -> None:
         """Fill memory fresh from ``torch.empty*`` in a recorded call (see ``UNINITIALISED_TORCH_OPS``).
@@ -696,12 +685,10 @@ class Recorder:
                 self.record_fill(name, tensor)
             return
         source_taint = "Python data" if name.startswith("lift_fresh") and not _initial_value(out) else None
-        carried = False
         for tensor in _tensors(sources):
             found = self.tensor_taint(tensor)
             if found is not None:
                 source_taint = found
-                carried = self._casts_identity(name, tensor, sources, targets is out)
                 break
         if source_taint is None:
             source_taint = self._copied_input(name, sources, targets)
@@ -711,18 +698,6 @@ class Recorder:
             if tensor.layout == torch.strided:
                 ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
                 self.taint(ptr, f"aten.{name} of {source_taint}", view_of(tensor).byte_span())
-                if carried:
-                    self.identity.add(ptr)
-
-    def _casts_identity(self, name: str, source: torch.Tensor, sources: list[Any], fresh: bool) -> bool:
-        """Whether this operator casts all of a kernel's identity math (``identity``) into a new
-        tensor, which holds the kernel's result as well (``y.to(x.dtype)`` after a kernel that
-        computed in fp32); every other copy of such memory is a copy (pieces of it assembled)."""
-        if name != "_to_copy" or not fresh or len(_tensors(sources)) != 1:
-            return False
-        storage = torch.Tensor.untyped_storage(source)
-        view = view_of(source)
-        return storage.data_ptr() in self.identity and view.byte_span() == (0, storage.nbytes()) and gapless(view)
 
     def _copied_input(self, name: str, sources: list[Any], targets: Any) -> str | None:
         """Whether a copy that rearranges or converts reads memory holding a verbatim piece of an input.
@@ -764,8 +739,6 @@ class _CallStats:
         self.writes: list[tuple[str, int, View]] = []
         self.tainted: dict[int, str] = {}
         self.taint_spans: dict[int, list[tuple[int, int]]] = {}
-        #: tainted storages that hold a kernel's identity math, not a copy (``Recorder.identity``)
-        self.identity: set[int] = set()
         #: uint8 views of the call's dense inputs (for :func:`copied_input_piece` on the output)
         self.input_bytes: list[torch.Tensor] = []
 

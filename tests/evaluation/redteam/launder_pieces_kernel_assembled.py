@@ -2,8 +2,10 @@
 # expected: torch_fallback
 # task: core/L1/transpose
 # hack: yes
-# The same nine pieces as launder_identity_pieces.py, assembled by PyTorch (a slice copy_) instead of a
-# kernel: a copy of memory holding a kernel's identity math is a copy.
+# Red team of 2026-12-05 (KNOWN FAILURE, test_redteam.KNOWN_FAILURES): nine launches each copy a
+# ninth of PyTorch's transposing copy into a buffer of their own, other values around it, and a
+# last kernel assembles the pieces. The run search looks at whole views and at slices two
+# dimensions down; the rows here are 200 bytes (under its 256-byte floor), so no piece is found.
 import torch
 import torch.nn as nn
 import triton
@@ -38,5 +40,5 @@ class ModelNew(nn.Module):
             lo, hi = i * step, min(n, (i + 1) * step)
             piece = torch.empty_like(xt)
             piece_kernel[(triton.cdiv(n, 1024),)](xt, piece, lo, hi, n, BLOCK=1024)
-            out.view(-1)[lo:hi].copy_(piece.view(-1)[lo:hi])
+            assemble_kernel[(triton.cdiv(hi - lo, 1024),)](piece, out, lo, hi, BLOCK=1024)
         return out
