@@ -157,6 +157,9 @@ def row_of(item: dict[str, Any], result: EvalResult, finished_s: float) -> dict[
         "kind": item["kind"],
         "ok": result.ok,
         "error_type": result.error_type.value,
+        # what a harness error or a changed verdict says (the 12-05 H100 run at 8 workers had 5
+        # harness errors and kept no message)
+        "error": (result.error_message or "")[:400],
         "speedup": result.speedup,
         "total_s": result.stage_durations.get("total"),
         "finished_s": round(finished_s, 3),
@@ -243,6 +246,11 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
             lines.append(
                 f"- c={run['per_device']} {run['order']}: verdicts changed: {', '.join(cmp['verdicts_changed'])}"
             )
+    for run in runs:
+        for row in run["rows"]:
+            if row.get("error_type") == "harness_error":
+                where = f"c={run['per_device']} {run['order']}"
+                lines.append(f"- {where}: harness error in {row['label']}: {row.get('error', '')}")
     for note in meta.get("left_out", []):
         lines.append(f"- left out: {note}")
     if base is not None and not any(compare(base, r)["compared"] for r in runs[1:]):

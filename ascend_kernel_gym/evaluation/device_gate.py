@@ -16,7 +16,7 @@ Only the harness uses it: it is made in the child before the job (:func:`prepare
 child's warm-up, before the recorder wraps Triton's launch path) and launched through the
 launch function as it was then. Elsewhere (npu, the interpreter, no pinned memory, a Triton
 without the inline assembly it needs) :func:`prepare` leaves none and the cushion is used.
-It is off unless ``AKG_TIMING_GATE=1`` (:data:`DEFAULT_ON`) until it has been measured on a GPU.
+It is off unless ``AKG_TIMING_GATE=1`` (:data:`DEFAULT_ON`); docs/scaling.md has what was measured.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ from ascend_kernel_gym.evaluation.device_lease import switch
 
 #: ``AKG_TIMING_GATE=1`` turns the gate on, ``0`` off; unset: :data:`DEFAULT_ON`
 ENV = "AKG_TIMING_GATE"
-#: off until measured on a GPU against the cushion (docs/scaling.md: speedups within 3 % of the
-#: cushion's, and the device held for less time); the cushion is the validated method
+#: off: on an H100 (2026-12-05) it kept one worker's speedups within 3.09 % of the cushion's and
+#: held the device 18 % less, but eight workers with it and the spares option had unexplained
+#: harness errors (docs/scaling.md); the cushion is the validated method
 DEFAULT_ON = False
 
 _kernel: Any = None
