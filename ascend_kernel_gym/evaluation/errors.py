@@ -26,6 +26,19 @@ CAUGHT_NOTE = " (your code caught the error)"
 #: a varied distribution; the evaluator then runs the job again with the task's own inputs only
 REFERENCE_BROKE_DEVICE = "the task's reference broke the device on varied inputs"
 
+#: how a ``harness_error`` starts when the task's reference ran out of device memory: with other
+#: evaluations on the device that may be theirs, and the evaluation runs once more alone
+#: (``concurrency.neighbour_oom``); alone it is the task's (too large for the device)
+REFERENCE_OUT_OF_MEMORY = "the task's reference ran out of device memory"
+
+
+def reference_failure(exc: BaseException, what: str) -> StageError:
+    """The ``harness_error`` for an exception of the reference's (``what``: where it happened)."""
+    text = f"{type(exc).__name__}: {exc}"
+    if classify_exception(exc) == ErrorType.OOM:
+        return StageError(ErrorType.HARNESS_ERROR, f"{REFERENCE_OUT_OF_MEMORY} ({what}): {text}")
+    return StageError(ErrorType.HARNESS_ERROR, f"{what}: {text}")
+
 
 class StageError(Exception):
     """Ends the evaluation with ``error_type`` (raised by the harness, never by candidates).

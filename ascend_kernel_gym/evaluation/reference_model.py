@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from ascend_kernel_gym.evaluation.compare import has_low_precision, outputs_close, precision_slack, upcast
-from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.errors import StageError, classify_exception, reference_failure
 from ascend_kernel_gym.evaluation.inputs import clone_inputs, device_redirect, make_inputs
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.outputs import MAX_OUTPUT_DEPTH, detach_copy, output_leaves
@@ -68,11 +68,8 @@ def load_reference(job: Job, init_seed: int, device: torch.device) -> LoadedRefe
     except TaskProblemError as problem:
         raise StageError(ErrorType.HARNESS_ERROR, f"the task cannot be evaluated: {problem}") from None
     except Exception as exc:  # noqa: BLE001
-        if not (job.profile == "small" and AUTO_SMALL_TAG in job.task.tags):
-            raise StageError(
-                ErrorType.HARNESS_ERROR,
-                f"the reference model could not be built or run on the task's own inputs: {type(exc).__name__}: {exc}",
-            ) from None
+        if not (job.profile == "small" and AUTO_SMALL_TAG in job.task.tags) or classify_exception(exc) == ErrorType.OOM:
+            raise reference_failure(exc, BUILD_FAILED) from None
         note = (
             f"the automatically derived small sizes do not fit this task ({type(exc).__name__}); evaluated with the "
             "file's own sizes (full profile)"
@@ -84,11 +81,11 @@ def load_reference(job: Job, init_seed: int, device: torch.device) -> LoadedRefe
     except TaskProblemError as problem:
         raise StageError(ErrorType.HARNESS_ERROR, f"the task cannot be evaluated: {problem}") from None
     except Exception as exc2:  # noqa: BLE001
-        raise StageError(
-            ErrorType.HARNESS_ERROR,
-            f"the reference model could not be built or run on the task's own inputs: {type(exc2).__name__}: {exc2}",
-        ) from None
+        raise reference_failure(exc2, BUILD_FAILED) from None
     return LoadedReference(task_module, init_inputs, reference, "full", [note])
+
+
+BUILD_FAILED = "the reference model could not be built or run on the task's own inputs"
 
 
 def build_reference(task_module: Any, init_seed: int, device: torch.device) -> tuple[list[Any], Any]:

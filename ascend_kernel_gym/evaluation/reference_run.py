@@ -25,7 +25,12 @@ from typing import Any, NoReturn
 import torch
 
 from ascend_kernel_gym.evaluation.compare import all_finite, inputs_equal, rounding_moves
-from ascend_kernel_gym.evaluation.errors import REFERENCE_BROKE_DEVICE, StageError, classify_exception
+from ascend_kernel_gym.evaluation.errors import (
+    REFERENCE_BROKE_DEVICE,
+    StageError,
+    classify_exception,
+    reference_failure,
+)
 from ascend_kernel_gym.evaluation.inputs import TrialSpec, clone_inputs, describe_trial, make_inputs, trial_schedule
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.outputs import output_leaves
@@ -62,6 +67,9 @@ def plan_or_failure(job: Job, prepared: Prepared, tensors: list[torch.Tensor]) -
         return {"error": {"type": failure.error_type.value, "message": failure.message}}
     except BaseException as exc:  # noqa: BLE001 - a harness bug must still produce an answer
         tensors.clear()
+        if classify_exception(exc) == ErrorType.OOM:
+            failure = reference_failure(exc, "reference child")
+            return {"error": {"type": failure.error_type.value, "message": failure.message}}
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         return {"error": {"type": ErrorType.HARNESS_ERROR.value, "message": f"reference child: {text}"}}
 

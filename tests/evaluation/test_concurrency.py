@@ -134,6 +134,25 @@ def test_only_an_out_of_memory_next_to_a_neighbour_is_retried() -> None:
     assert not neighbour_oom(wrong, had_neighbour=True)
 
 
+def test_the_references_out_of_memory_next_to_a_neighbour_is_retried() -> None:
+    """Eight workers on an 80 GB H100: the reference child of five evaluations of 50 found no device
+    memory (2026-12-05); with neighbours that may be theirs, run again alone; alone, the task's."""
+    import torch
+
+    from ascend_kernel_gym.evaluation.errors import reference_failure
+
+    failure = reference_failure(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 512.00 MiB"), "building")
+    result = _oom(failure.message)
+    result.error_type = failure.error_type
+    assert result.error_type == ErrorType.HARNESS_ERROR
+    assert neighbour_oom(result, had_neighbour=True)
+    assert not neighbour_oom(result, had_neighbour=False)
+    other = reference_failure(RuntimeError("shape mismatch"), "building")
+    assert other.error_type == ErrorType.HARNESS_ERROR and other.message == "building: RuntimeError: shape mismatch"
+    result.error_message = other.message
+    assert not neighbour_oom(result, had_neighbour=True)
+
+
 def test_a_retried_result_says_so() -> None:
     result = _oom("x")
     assert not was_retried(result)
