@@ -32,8 +32,8 @@ from ascend_kernel_gym.evaluation.device_lease import switch
 #: ``AKG_TIMING_GATE=1`` turns the gate on, ``0`` off; unset: :data:`DEFAULT_ON`
 ENV = "AKG_TIMING_GATE"
 #: off: on an H100 (2026-12-05) it kept one worker's speedups within 3.09 % of the cushion's and
-#: held the device 18 % less, but eight workers with it and the spares option had unexplained
-#: harness errors (docs/scaling.md); the cushion is the validated method
+#: held the device 18 % less; with several workers it is not yet measured apart from the spares
+#: option (docs/scaling.md); the cushion is the validated method
 DEFAULT_ON = False
 
 _kernel: Any = None
