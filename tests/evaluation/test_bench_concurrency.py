@@ -84,7 +84,19 @@ def test_a_tiny_run_on_the_interpreter(tmp_path) -> None:
     assert [(r["per_device"], r["order"]) for r in runs] == [(1, "interleaved"), (2, "interleaved")]
     for run in runs:
         assert run["ok"] == 1 and len(run["rows"]) == 2 and run["per_min"] > 0
+        broken = [row for row in run["rows"] if not row["ok"]]
+        assert len(broken) == 1 and broken[0]["error"]  # each failure keeps what it said
     assert "| 2 (2 in all) | interleaved |" in out.read_text()
+
+
+def test_harness_errors_are_listed_with_their_messages(bench) -> None:
+    row = {"label": "t solution", "ok": False, "speedup": None, "error_type": "harness_error", "error": "out of memory"}
+    run = {"per_device": 8, "workers": 8, "order": "interleaved", "rows": [row], "ok": 0}
+    run |= {"per_min": 1.0, "makespan_s": 1.0, "warm_s": 1.0, "p50_s": 1.0, "p95_s": 1.0}
+    meta = {"backend": "cuda", "requests": 1, "date": "-", "device": "-", "cores": 1, "versions": {}, "python": "3"}
+    meta |= {"command": "-", "tasks": 1, "profile": "full", "reps": 1, "ascend": False, "left_out": []}
+    lines = [line for line in bench.render(meta, [run]).splitlines() if "harness error" in line]
+    assert lines == ["- c=8 interleaved: harness error in t solution: out of memory"]
 
 
 def test_ray_overhead_bench_arguments() -> None:
