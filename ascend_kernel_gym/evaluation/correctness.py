@@ -339,7 +339,6 @@ def run_correctness(
     first_call = True
     cases = ShapeCases(state, device)
     taint_ignored = False  # said once in the warnings
-
     for index, trial in enumerate(plan["trials"]):
         model, module = candidate, task_module
         case = str(trial.get("case") or "main")

@@ -51,6 +51,10 @@ def init_seed_of(rng: random.Random) -> int:
     return rng.getrandbits(31)
 
 
+#: how a ``harness_error`` starts when the reference cannot be built or run on the task's inputs
+BUILD_FAILED = "the reference model could not be built or run on the task's own inputs"
+
+
 def load_reference(job: Job, init_seed: int, device: torch.device) -> LoadedReference:
     """Load the task, build the reference and check it; raises :class:`StageError` (``harness_error``)."""
     try:
@@ -83,9 +87,6 @@ def load_reference(job: Job, init_seed: int, device: torch.device) -> LoadedRefe
     except Exception as exc2:  # noqa: BLE001
         raise reference_failure(exc2, BUILD_FAILED) from None
     return LoadedReference(task_module, init_inputs, reference, "full", [note])
-
-
-BUILD_FAILED = "the reference model could not be built or run on the task's own inputs"
 
 
 def build_reference(task_module: Any, init_seed: int, device: torch.device) -> tuple[list[Any], Any]:
