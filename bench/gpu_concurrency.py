@@ -170,6 +170,9 @@ def row_of(item: dict[str, Any], result: EvalResult, finished_s: float) -> dict[
         "cushion_ms": result.timing.get("cushion_ms"),
         "gate": result.timing.get("gate"),
         "host": result.timing.get("host"),
+        # wall seconds of the timing stage's parts (the lease covers "rounds"; the host summary
+        # splits them into input loads and timed calls)
+        "phase_s": result.timing.get("phase_s"),
         "stages": result.stage_durations,
     }
 

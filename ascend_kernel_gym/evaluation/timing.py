@@ -370,6 +370,9 @@ class _HostTimes:
     samples: dict[str, list[float]] = field(default_factory=lambda: {"cand": [], "ref": []})
     retries: dict[str, int] = field(default_factory=lambda: {"cand": 0, "ref": 0})
     kept_exposed: dict[str, int] = field(default_factory=lambda: {"cand": 0, "ref": 0})
+    #: wall seconds of the rounds spent loading input sets and in the timed calls (the lease's share)
+    load_s: float = 0.0
+    calls_s: float = 0.0
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -379,6 +382,8 @@ class _HostTimes:
             out[f"{name}_host_ms_max"] = round(max(values), 5) if values else None
             out[f"{name}_retimed"] = self.retries[which]
             out[f"{name}_exposed_kept"] = self.kept_exposed[which]
+        out["load_s"] = round(self.load_s, 4)
+        out["calls_s"] = round(self.calls_s, 4)
         return out
 
 
@@ -519,13 +524,16 @@ def _rounds(
                 # Timed again on a fresh input set: a model that stalls its host on purpose must
                 # not get a second call on inputs it has just seen (and could have cached).
                 key = k + num_sets * attempt
+                t0 = time.perf_counter()
+                call = prepare(key)
+                t1 = time.perf_counter()
                 if pad.gate is not None and mode == STREAM_MODE:
-                    elapsed, host_ms, exposed = gated_call_host(
-                        prepare(key), dev, flush, pad.gate, pad.gate_ms or 0.0, rep
-                    )
+                    elapsed, host_ms, exposed = gated_call_host(call, dev, flush, pad.gate, pad.gate_ms or 0.0, rep)
                 else:
-                    elapsed, host_ms = timed_call_host(prepare(key), dev, flush, pad.fills, mode, rep)
+                    elapsed, host_ms = timed_call_host(call, dev, flush, pad.fills, mode, rep)
                     exposed = mode == STREAM_MODE and pad.ms > 0 and host_ms > HOST_SHARE * pad.ms
+                host.load_s += t1 - t0
+                host.calls_s += time.perf_counter() - t1
                 if which == "cand" and watch is not None and watch[0]() != watch[1]:
                     raise _SideStreamLaunchError
                 if not exposed:
