@@ -35,6 +35,9 @@ from ascend_kernel_gym.evaluation.zygote import BOOTSTRAP
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "TMPDIR", "PYTHONHASHSEED", "SYSTEMROOT")
 _ENV_PREFIXES = ("CUDA", "NVIDIA", "ASCEND", "NPU_", "HCCL", "TRITON_PTXAS", "TRITON_LIBCUDA")
 START_TIMEOUT_S = 600.0
+#: hardware work queues per CUDA context (CUDA's own variable; the caller's setting wins)
+CUDA_CONNECTIONS_ENV = "CUDA_DEVICE_MAX_CONNECTIONS"
+DEFAULT_CUDA_CONNECTIONS = "1"
 #: beyond the job's own limit: the zygote's start-up, and the device lease's waits and pauses
 #: (at most 3 x LEASE_EXTRA_MAX_S, evaluation/device_lease.py)
 REPLY_GRACE_S = 60.0 + 3 * LEASE_EXTRA_MAX_S
@@ -102,6 +105,11 @@ def zygote_env(backend: str, device_index: int | None, threads: int) -> dict[str
         env.pop("TRITON_INTERPRET", None)
         # torch.cuda.is_available() through NVML: no cuInit in the zygote (children fork from it).
         env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+        if backend == "cuda":
+            # One hardware queue per child context: a context starts in about half the time, and
+            # eight workers start one per evaluation (device set-up at eight workers on an H100:
+            # median 1.2 s instead of 3.6 s, 2026-12-05). Timed calls run on one stream anyway.
+            env.setdefault(CUDA_CONNECTIONS_ENV, DEFAULT_CUDA_CONNECTIONS)
         if device_index is not None:
             key = "CUDA_VISIBLE_DEVICES" if backend == "cuda" else "ASCEND_RT_VISIBLE_DEVICES"
             visible = os.environ.get(key)

@@ -54,19 +54,26 @@ def judge_main(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prep
     settings = torch_settings()
     try:  # a failure past this point ends the child without an answer: the zygote's harness_error
         while _judge_one(job, job_fd, result_fd, token, prepared):
+            # Before waiting: an idle judge holding the last job's cached blocks left the
+            # references of other workers' jobs, and their retries alone, without device memory
+            # (eight workers on an H100, 2026-12-05).
+            _free_device_memory(prepared.device)
             message = read_message(job_fd)
             if not isinstance(message, dict) or message.get("role") != "judge":
                 return  # the zygote closed the pipe (it shuts down, or replaces this child)
             job, token = message["job"], str(message.get("token", ""))
             os.write(result_fd, JOB_TAKEN)
-            gc.collect()
-            device = prepared.device
-            empty_cache = getattr(getattr(torch, device.type, None), "empty_cache", None) if device else None
-            if empty_cache is not None and device is not None and device.type != "cpu":
-                empty_cache()
             settings()
     finally:
         os._exit(0)
+
+
+def _free_device_memory(device: torch.device | None) -> None:
+    """Give the device the memory the last job's tensors held (the caching allocator keeps it)."""
+    gc.collect()
+    empty_cache = getattr(getattr(torch, device.type, None), "empty_cache", None) if device is not None else None
+    if empty_cache is not None and device is not None and device.type != "cpu":
+        empty_cache()
 
 
 def _judge_one(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prepared) -> bool:

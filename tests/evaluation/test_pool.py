@@ -9,6 +9,7 @@ import pytest
 
 from ascend_kernel_gym.evaluation import EvalRequest
 from ascend_kernel_gym.evaluation.pool import missing_sandbox_layers, report_missing_layers, zygote_env
+from ascend_kernel_gym.evaluation.process import ENV_KEEP
 
 
 @pytest.fixture
@@ -52,6 +53,17 @@ def test_each_device_worker_sees_its_own_device(parent_env) -> None:
     parent_env.setenv("ASCEND_RT_VISIBLE_DEVICES", "0,2,4,6")
     npu = zygote_env("npu", 2, threads=1)
     assert npu["ASCEND_RT_VISIBLE_DEVICES"] == "4" and npu["CUDA_VISIBLE_DEVICES"] == "3,5"
+
+
+def test_cuda_children_get_one_hardware_queue_unless_the_caller_chose(parent_env) -> None:
+    parent_env.delenv("CUDA_DEVICE_MAX_CONNECTIONS", raising=False)
+    assert zygote_env("cuda", 0, threads=1)["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in zygote_env("npu", 0, threads=1)
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in zygote_env("interpreter", None, threads=1)
+    parent_env.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8")
+    assert zygote_env("cuda", 0, threads=1)["CUDA_DEVICE_MAX_CONNECTIONS"] == "8"
+    # the child keeps it through its own environment clean-up (CUDA reads it when the context starts)
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" in ENV_KEEP
 
 
 def test_missing_sandbox_layers_are_reported_once_per_backend() -> None:

@@ -184,3 +184,38 @@ def test_ipc_entries_that_no_exporter_makes_are_refused_before_the_driver_is_ask
         assert caught.value.malformed
     empty = import_tensor({**good, "stride": [4, 1]}, torch.float32, [0, 4], torch.device("cpu"))  # no bytes
     assert empty.shape == (0, 4)
+
+
+def test_an_idle_judge_gives_the_last_jobs_device_memory_back_before_it_waits() -> None:
+    """Idle judges holding cached blocks left other workers' references without memory (H100, 8 workers)."""
+    import types
+
+    from ascend_kernel_gym.evaluation import reference_judge
+    from ascend_kernel_gym.evaluation.process import Prepared
+
+    log_read, log_write = os.pipe()
+    taken_read, taken_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # judge_main ends its process
+        try:
+            os.close(log_read)
+
+            def log(event: str) -> None:
+                os.write(log_write, f"{event}\n".encode())
+
+            outcomes = iter([True, False])
+            reference_judge._judge_one = lambda *args: (log("judged"), next(outcomes))[1]
+            reference_judge.read_message = lambda fd: (log("waits"), {"role": "judge", "job": None, "token": "t"})[1]
+            reference_judge.torch.fakedev = types.SimpleNamespace(empty_cache=lambda: log("empty_cache"))
+            device = types.SimpleNamespace(type="fakedev")
+            reference_judge.judge_main(None, -1, taken_write, "t", Prepared(device=device))
+        finally:
+            os._exit(3)
+    os.close(log_write)
+    os.close(taken_write)
+    _, status = os.waitpid(pid, 0)
+    events = os.read(log_read, 4096).decode().split()
+    os.close(log_read)
+    os.close(taken_read)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert events == ["judged", "empty_cache", "waits", "judged"]
