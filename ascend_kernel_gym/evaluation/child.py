@@ -26,7 +26,12 @@ from ascend_kernel_gym.backends import interpreter_memcheck
 from ascend_kernel_gym.evaluation.ascend_stage import run_ascend_hooks
 from ascend_kernel_gym.evaluation.compile_stage import run_compile
 from ascend_kernel_gym.evaluation.correctness import run_correctness
-from ascend_kernel_gym.evaluation.errors import StageError, recorded_out_of_bounds
+from ascend_kernel_gym.evaluation.errors import (
+    HARNESS_OUT_OF_MEMORY,
+    StageError,
+    classify_exception,
+    recorded_out_of_bounds,
+)
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.local_judge import LocalJudgeLink
 from ascend_kernel_gym.evaluation.process import ChildSetup, Prepared, device_name, limit_memory, prepare
@@ -95,9 +100,9 @@ def child_main(job: Job, result_fd: int, token: str, prepared: Prepared | None =
         apply_failure(state, recorded_out_of_bounds(failure) or failure)
     except BaseException as exc:  # noqa: BLE001 - a harness bug must still produce a result
         result.error_type = ErrorType.HARNESS_ERROR
-        result.error_message = (
-            "evaluator internal error: " + "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        )
+        # The harness's own allocations failing is a full device (neighbours' doing when shared).
+        what = HARNESS_OUT_OF_MEMORY if classify_exception(exc) == ErrorType.OOM else "evaluator internal error"
+        result.error_message = f"{what}: " + "".join(traceback.format_exception_only(type(exc), exc)).strip()
         result.correct = False
     state.finish()
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ascend_kernel_gym.evaluation.errors import REFERENCE_OUT_OF_MEMORY
+from ascend_kernel_gym.evaluation.errors import HARNESS_OUT_OF_MEMORY, REFERENCE_OUT_OF_MEMORY
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult
 
 #: the most workers one device gets by default: on an H200, 4 gave the throughput of 8 (85 against
@@ -242,12 +242,13 @@ def neighbour_oom(result: EvalResult, had_neighbour: bool) -> bool:
     A child stopped at its own host-memory cap (``memory_mb``) is its own doing and is not retried.
     The task's reference running out of device memory (a ``harness_error``, in its reference child)
     is retried the same way: eight workers on an 80 GB H100 left the references of five of 50
-    evaluations without memory (2026-12-05).
+    evaluations without memory (2026-12-05); so is the harness's own work in the candidate's child
+    (``CUDA error: out of memory`` from its buffers, the same day).
     """
     if not had_neighbour:
         return False
     if result.error_type == ErrorType.HARNESS_ERROR:
-        return REFERENCE_OUT_OF_MEMORY in result.error_message
+        return any(marker in result.error_message for marker in (REFERENCE_OUT_OF_MEMORY, HARNESS_OUT_OF_MEMORY))
     return result.error_type == ErrorType.OOM and not result.error_message.startswith(OWN_MEMORY_CAP_MESSAGE)
 
 

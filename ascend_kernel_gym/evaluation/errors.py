@@ -30,6 +30,11 @@ REFERENCE_BROKE_DEVICE = "the task's reference broke the device on varied inputs
 #: evaluations on the device that may be theirs, and the evaluation runs once more alone
 #: (``concurrency.neighbour_oom``); alone it is the task's (too large for the device)
 REFERENCE_OUT_OF_MEMORY = "the task's reference ran out of device memory"
+#: how a ``harness_error`` starts when the harness's own work in the candidate's child (its
+#: timing buffers, the kept outputs' copies) ran out of memory: retried alone the same way
+HARNESS_OUT_OF_MEMORY = "the evaluator ran out of device memory"
+#: texts of allocation failures that libraries report without "out of memory" (cuBLAS, cuDNN, CUDA)
+_ALLOCATION_FAILURE_TEXTS = ("status_alloc_failed", "cudaerrormemoryallocation")
 
 
 def reference_failure(exc: BaseException, what: str) -> StageError:
@@ -187,6 +192,8 @@ def classify_exception(exc: BaseException) -> ErrorType:
         if isinstance(err, MemoryError) or name == "OutOfMemoryError":
             return ErrorType.OOM
         if "out of memory" in text or "can't allocate memory" in text or "cannot allocate memory" in text:
+            return ErrorType.OOM
+        if any(failure in text for failure in _ALLOCATION_FAILURE_TEXTS):
             return ErrorType.OOM
     for err in chain:
         if type(err).__name__ in _COMPILE_ERROR_NAMES or type(err).__module__.startswith("triton.compiler"):

@@ -190,9 +190,24 @@ def device_redirect(device: torch.device) -> Any:
     return _DeviceRedirect(device)
 
 
+def seed_generators(seed: int, device: torch.device) -> None:
+    """Seed the generators a task's inputs are drawn from: the CPU's and ``device``'s (as
+    ``torch.manual_seed`` seeds them, so the values are the same).
+
+    ``torch.manual_seed`` also seeds every other accelerator PyTorch knows (MTIA, XPU), and for
+    one that is not initialised it queues the call with a formatted stack: in an evaluation child
+    that was most of each timing round's input draw (about 2 ms of the device's lease, 2026-12-05).
+    """
+    torch.default_generator.manual_seed(seed)
+    if device.type != "cpu":
+        seed_all = getattr(getattr(torch, device.type, None), "manual_seed_all", None)
+        if seed_all is not None:
+            seed_all(seed)
+
+
 def make_inputs(task_module: Any, seed: int, distribution: str, device: torch.device) -> list[Any]:
     """The task's inputs for one trial, on ``device``."""
-    torch.manual_seed(seed)
+    seed_generators(seed, device)
     if device.type == "cpu":
         with device_redirect(device):
             inputs = task_module.get_inputs()

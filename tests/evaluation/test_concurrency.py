@@ -153,6 +153,24 @@ def test_the_references_out_of_memory_next_to_a_neighbour_is_retried() -> None:
     assert not neighbour_oom(result, had_neighbour=True)
 
 
+def test_allocation_failures_without_the_words_count_as_out_of_memory_and_the_harness_oom_is_retried() -> None:
+    """An H100 at eight workers (2026-12-05): cuBLAS could not create its handle in a reference,
+    and the harness's own buffers in a candidate's child failed with ``CUDA error: out of memory``."""
+    from ascend_kernel_gym.evaluation.errors import HARNESS_OUT_OF_MEMORY, classify_exception, reference_failure
+
+    cublas = RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
+    assert classify_exception(cublas) == ErrorType.OOM
+    assert classify_exception(RuntimeError("cudaErrorMemoryAllocation")) == ErrorType.OOM
+    assert classify_exception(RuntimeError("CUBLAS_STATUS_EXECUTION_FAILED")) != ErrorType.OOM
+    result = _oom(reference_failure(cublas, "building").message)
+    result.error_type = ErrorType.HARNESS_ERROR
+    assert neighbour_oom(result, had_neighbour=True)
+    result.error_message = f"{HARNESS_OUT_OF_MEMORY}: torch.AcceleratorError: CUDA error: out of memory"
+    assert neighbour_oom(result, had_neighbour=True) and not neighbour_oom(result, had_neighbour=False)
+    result.error_message = "evaluator internal error: KeyError: 'x'"
+    assert not neighbour_oom(result, had_neighbour=True)
+
+
 def test_a_retried_result_says_so() -> None:
     result = _oom("x")
     assert not was_retried(result)

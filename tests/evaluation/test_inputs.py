@@ -41,6 +41,22 @@ def test_make_inputs_is_seeded_and_perturbs_only_floats() -> None:
     assert (uniform01 >= 0).all() and not (shifted >= 0).all()  # not only uniform [0, 1)
 
 
+def test_inputs_are_drawn_as_after_torch_manual_seed_without_formatting_stacks(monkeypatch) -> None:
+    """A timing round draws its inputs on the leased device: ``torch.manual_seed`` queued a call
+    with a formatted stack for every accelerator not initialised (about 2 ms a round in a child)."""
+    import traceback
+
+    module = _TaskModule()
+    torch.manual_seed(1234)
+    expected = module.get_inputs()
+    stacks = []
+    real = traceback.format_stack
+    monkeypatch.setattr(traceback, "format_stack", lambda *a, **k: stacks.append(1) or real(*a, **k))
+    got = make_inputs(module, 1234, "task", torch.device("cpu"))
+    assert inputs_equal(got, expected) == [] and got[2] == expected[2]
+    assert stacks == []
+
+
 def test_schedule_always_has_large_and_small_magnitudes_and_varied_parameters() -> None:
     import random
 
