@@ -50,6 +50,8 @@ ORDERS = ("interleaved", "shuffled")
 THRESHOLD = 0.03
 DRY_TASKS = "core/L1/relu,core/L1/softmax,core/L2/linear_gelu"
 DEFAULT_OUT = ROOT / "bench" / "results" / "gpu_concurrency_h200.md"
+#: settings a report's command line shows (the package's, and the children's CUDA queues)
+RECORDED_ENV = ("AKG_", "CUDA_DEVICE_MAX_CONNECTIONS")
 
 
 def parse_concurrency(text: str) -> list[int]:
@@ -300,8 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         "cores": os.cpu_count(),
         "versions": package_versions(),
         "python": platform.python_version(),
-        "command": " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("AKG_"))
-        + (" " if any(k.startswith("AKG_") for k in os.environ) else "")
+        "command": "".join(f"{k}={v} " for k, v in sorted(os.environ.items()) if k.startswith(RECORDED_ENV))
         + "python "
         + " ".join([os.path.relpath(__file__, ROOT), *(argv if argv is not None else sys.argv[1:])]),
         "tasks": len(tasks),

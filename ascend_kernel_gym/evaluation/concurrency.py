@@ -235,6 +235,12 @@ class DeviceGate:
                 self._cond.notify_all()
 
 
+def device_share(backend: str, workers_per_device: int) -> float:
+    """The share of a device's free memory one evaluation plans its timing buffers with: each of
+    the workers sharing a device gets an equal part (the interpreter's "device" is the host)."""
+    return 1.0 if backend == "interpreter" else 1.0 / max(1, workers_per_device)
+
+
 # --- retries ------------------------------------------------------------------------------------
 def neighbour_oom(result: EvalResult, had_neighbour: bool) -> bool:
     """Whether ``result`` ran out of memory while it shared the device (so it gets one more run, alone).

@@ -39,6 +39,10 @@ class Job:
     #: on values outside [0, 1]), which no process can recover from
     task_inputs_only: bool = False
     torch_threads: int = 1
+    #: the share of the device's free memory this evaluation may plan its timing buffers with:
+    #: 1 / the workers sharing the device (eight workers on an 80 GB H100 each planning with a
+    #: quarter of the free memory left neighbours' references without any, 2026-12-05)
+    device_share: float = 1.0
     #: the verdict comes from the judge in the zygote (set by the zygote: the interpreter backend);
     #: otherwise the child judges in its own process (device backends, stand-alone children)
     judge_in_zygote: bool = False

@@ -668,7 +668,8 @@ def run_timing(
     source = placement.RoundInputs(draw_inputs, rng.getrandbits(62))
     first = source[0]
     first_out = detach_copy(run_reference(state, reference, clone_inputs(first)))
-    ring, slack = placement.timing_memory([first], first_out, device, TIMING_MEMORY_SHARE)
+    share = TIMING_MEMORY_SHARE * min(1.0, max(0.0, job.device_share))
+    ring, slack = placement.timing_memory([first], first_out, device, share)
     arenas = {
         name: placement.InputArena(model, source, rng, slack=slack, output_ring=ring)
         for name, model in (("candidate", candidate), ("reference", _in_reference_state(reference)))
@@ -698,7 +699,7 @@ def run_timing(
 
     # The checked and audited rounds' outputs are compared with the reference's once the timed
     # calls are over (and the device's lease is given back), when their copies fit in memory.
-    deferred: list[tuple[Any, int]] | None = [] if defer_checks(first_out, device) else None
+    deferred: list[tuple[Any, int]] | None = [] if defer_checks(first_out, device, job.device_share) else None
 
     def check_later(out: Any, k: int) -> None:
         if deferred is None:
@@ -793,11 +794,12 @@ DEFER_DEFAULT_BYTES = 1 << 30
 DEFERRED_MAX = 20
 
 
-def defer_checks(output: Any, device: torch.device) -> bool:
-    """Whether the copies of :data:`DEFERRED_MAX` outputs like ``output`` fit in memory for later."""
+def defer_checks(output: Any, device: torch.device, device_share: float = 1.0) -> bool:
+    """Whether the copies of :data:`DEFERRED_MAX` outputs like ``output`` fit in memory for later
+    (in ``device_share`` of the room: the share of the device this evaluation has)."""
     need = DEFERRED_MAX * min_bytes([], output)
     free = placement.free_memory(device)
-    return need <= (DEFER_DEFAULT_BYTES if free is None else DEFER_MEMORY_SHARE * free)
+    return need <= (DEFER_DEFAULT_BYTES if free is None else DEFER_MEMORY_SHARE * free) * device_share
 
 
 def _watch_side_streams(state: ChildState, device: torch.device) -> Callable[[], int] | None:

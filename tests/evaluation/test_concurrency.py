@@ -171,6 +171,13 @@ def test_allocation_failures_without_the_words_count_as_out_of_memory_and_the_ha
     assert not neighbour_oom(result, had_neighbour=True)
 
 
+def test_workers_sharing_a_device_plan_their_timing_buffers_with_equal_parts_of_its_memory() -> None:
+    from ascend_kernel_gym.evaluation.concurrency import device_share
+
+    assert device_share("cuda", 8) == 0.125 and device_share("npu", 4) == 0.25 and device_share("cuda", 1) == 1.0
+    assert device_share("interpreter", 8) == 1.0  # the host's memory, not a device's
+
+
 def test_a_retried_result_says_so() -> None:
     result = _oom("x")
     assert not was_retried(result)

@@ -155,6 +155,7 @@ def test_outputs_are_kept_for_later_only_when_their_copies_fit(monkeypatch) -> N
     assert not timing.defer_checks(small, cpu)
     monkeypatch.setattr(timing.placement, "free_memory", lambda device: 10 * timing.DEFERRED_MAX * small.nbytes)
     assert timing.defer_checks(small, cpu)  # a tenth of the free memory holds them
+    assert not timing.defer_checks(small, cpu, device_share=0.5)  # a worker of two gets half the room
     monkeypatch.setattr(timing.placement, "free_memory", lambda device: 5 * timing.DEFERRED_MAX * small.nbytes)
     assert not timing.defer_checks(small, cpu)
 
