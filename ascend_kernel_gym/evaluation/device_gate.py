@@ -31,9 +31,10 @@ from ascend_kernel_gym.evaluation.device_lease import switch
 
 #: ``AKG_TIMING_GATE=1`` turns the gate on, ``0`` off; unset: :data:`DEFAULT_ON`
 ENV = "AKG_TIMING_GATE"
-#: off: on an H100 (2026-12-05) it kept one worker's speedups within 3.09 % of the cushion's and
-#: held the device 18 % less; with several workers it is not yet measured apart from the spares
-#: option (docs/scaling.md); the cushion is the validated method
+#: off: on H100s (2026-12-05) one worker's speedups stayed within 2.7-3.8 % of the cushion's with
+#: the device held 18-25 % less, and eight gated workers (with the spares option) kept every
+#: level-1 speedup within 2.2 % of one gated worker's; not yet run on levels 2-3 or another card
+#: (docs/scaling.md); the cushion is the validated method
 DEFAULT_ON = False
 
 _kernel: Any = None
