@@ -15,6 +15,23 @@ from ascend_kernel_gym.evaluation.cache import ResultCache, harness_fingerprint
 from ascend_kernel_gym.evaluation.concurrency import CPUS_ENV
 from ascend_kernel_gym.evaluation.result import EvalRequest, EvalResult
 
+#: the caller's evaluation settings an actor's pool applies (an actor's own environment is its
+#: node's, which does not have them): how timing runs, where verdicts are made, the sandboxes
+FORWARDED_SETTINGS = (
+    "AKG_TIMING_GATE",
+    "AKG_SPARES_IN_TIMING",
+    "AKG_JUDGE",
+    "AKG_DEVICE_LEASE",
+    "AKG_OS_SANDBOX",
+    "AKG_STATIC_TIMEOUT_S",
+    "CUDA_DEVICE_MAX_CONNECTIONS",
+)
+
+
+def forwarded_settings() -> dict[str, str]:
+    """This process's values of :data:`FORWARDED_SETTINGS` (the ones that are set)."""
+    return {name: os.environ[name] for name in FORWARDED_SETTINGS if name in os.environ}
+
 
 def pool_identity() -> dict[str, str]:
     """What must match between the driver and an actor for their results and cache keys to agree."""
@@ -52,9 +69,20 @@ class PoolActor:
             the cache is shared across the cluster, in front of the actors).
         backend: ``interpreter``, ``cuda`` or ``npu``.
         workers_per_device: the pool's workers (None: the pool's default for the device).
+        settings: the driver's :func:`forwarded_settings`, set here before the pool is made; a
+            setting the driver left unset is removed, so the actor's node cannot add one.
     """
 
-    def __init__(self, pool_factory: Callable[..., Any], backend: str, workers_per_device: int | None = None) -> None:
+    def __init__(
+        self,
+        pool_factory: Callable[..., Any],
+        backend: str,
+        workers_per_device: int | None = None,
+        settings: dict[str, str] | None = None,
+    ) -> None:
+        for name in FORWARDED_SETTINGS:
+            os.environ.pop(name, None)
+        os.environ.update({k: str(v) for k, v in (settings or {}).items() if k in FORWARDED_SETTINGS})
         cpus = actor_cpus(backend)
         if cpus:
             os.environ[CPUS_ENV] = str(cpus)  # the pool sizes its workers and threads from its share

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ascend_kernel_gym.evaluation.concurrency import mark_retried
-from ascend_kernel_gym.evaluation.ray_actor import CacheActor, PoolActor, pool_identity
+from ascend_kernel_gym.evaluation.ray_actor import CacheActor, PoolActor, forwarded_settings, pool_identity
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalRequest, EvalResult, Stage
 
 #: the Ray namespace of the executor's named actors
@@ -270,7 +270,16 @@ class RayExecutor:
         self._options = actor_options(self.backend, workers_per_device, ray_options)
         count = actors or default_actor_count(self.backend, resources, self._options)
         check_room(self.backend, count, self._options, resources)
-        key = {"backend": self.backend, "pool": dict(pool_key), "actor": self._options, **pool_identity()}
+        # The settings are part of the pool's name: evaluators asking for different ones get
+        # different actors (an actor applies the settings of the process that made it).
+        self._settings = forwarded_settings()
+        key = {
+            "backend": self.backend,
+            "pool": dict(pool_key),
+            "actor": self._options,
+            "settings": self._settings,
+            **pool_identity(),
+        }
         digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
         self.name = f"akg-pool-{self.backend}-{digest}"
         self._factory = pool_factory
@@ -292,7 +301,14 @@ class RayExecutor:
     def _spawn(self, name: str) -> Member:
         """Get or make actor ``name`` and wait for it in the background (the caller counted it as starting)."""
         handle, owned = get_or_create(
-            self._ray, PoolActor, name, self._options, self._factory, self.backend, self._workers_per_device
+            self._ray,
+            PoolActor,
+            name,
+            self._options,
+            self._factory,
+            self.backend,
+            self._workers_per_device,
+            self._settings,
         )
         member = Member(name=name, handle=handle, owned=owned, capacity=self._options["max_concurrency"])
         threading.Thread(target=self._await_start, args=(member,), daemon=True, name="akg-ray-start").start()

@@ -7,6 +7,7 @@ Ray's start costs seconds. Tests that need Ray are skipped when it is not instal
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 import threading
@@ -267,3 +268,31 @@ def test_actors_the_cluster_cannot_hold_are_refused_up_front() -> None:
     with pytest.raises(ValueError, match="need 2 eval"):
         check_room("interpreter", 2, cpu, {"CPU": 8.0, "eval": 1.0})
     assert room_for_one(cpu, {"CPU": 2.0, "eval": 1.0}) and not room_for_one(cpu, {"CPU": 1.0, "eval": 1.0})
+
+
+def test_an_actor_applies_the_drivers_evaluation_settings_and_not_its_nodes(monkeypatch) -> None:
+    """An actor's environment is its node's: without this the gate asked for by the driver stayed
+    off in the actors, and a setting of the node's leaked in."""
+    from ascend_kernel_gym.evaluation import ray_actor
+
+    monkeypatch.setattr(ray_actor, "actor_cpus", lambda backend: None)
+    for name in ray_actor.FORWARDED_SETTINGS:  # restored afterwards, whatever the actor does to them
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AKG_TIMING_GATE", "1")
+    monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "2")
+    monkeypatch.delenv("AKG_SPARES_IN_TIMING", raising=False)
+    monkeypatch.setenv("AKG_LEASE_DIR", "/node/own")
+    settings = ray_actor.forwarded_settings()
+    assert settings == {"AKG_TIMING_GATE": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "2"}
+    # On the actor's node: its own values, one setting the driver did not make, a stray key.
+    monkeypatch.setenv("AKG_TIMING_GATE", "0")
+    monkeypatch.setenv("AKG_SPARES_IN_TIMING", "1")
+    seen: dict[str, str | None] = {}
+
+    def factory(**kwargs) -> object:
+        seen.update({k: os.environ.get(k) for k in ("AKG_TIMING_GATE", "AKG_SPARES_IN_TIMING", "PATH_X")})
+        return object()
+
+    ray_actor.PoolActor(factory, "interpreter", 1, {**settings, "PATH_X": "/evil"})
+    assert seen == {"AKG_TIMING_GATE": "1", "AKG_SPARES_IN_TIMING": None, "PATH_X": None}
+    assert os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS") == "2" and os.environ["AKG_LEASE_DIR"] == "/node/own"
