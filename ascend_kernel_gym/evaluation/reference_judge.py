@@ -71,8 +71,10 @@ def judge_main(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prep
 def _free_device_memory(device: torch.device | None) -> None:
     """Give the device the memory the last job's tensors held (the caching allocator keeps it)."""
     gc.collect()
-    empty_cache = getattr(getattr(torch, device.type, None), "empty_cache", None) if device is not None else None
-    if empty_cache is not None and device is not None and device.type != "cpu":
+    if device is None or device.type == "cpu":
+        return
+    empty_cache = getattr(getattr(torch, device.type, None), "empty_cache", None)
+    if empty_cache is not None:
         empty_cache()
 
 

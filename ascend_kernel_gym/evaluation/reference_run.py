@@ -62,16 +62,16 @@ def plan_or_failure(job: Job, prepared: Prepared, tensors: list[torch.Tensor]) -
         assert prepared.device is not None
         limit_memory(job)
         return build_plan(job, prepared.device, tensors)
-    except StageError as failure:
-        tensors.clear()
-        return {"error": {"type": failure.error_type.value, "message": failure.message}}
+    except StageError as stage_failure:
+        failure = stage_failure
     except BaseException as exc:  # noqa: BLE001 - a harness bug must still produce an answer
-        tensors.clear()
         if classify_exception(exc) == ErrorType.OOM:
             failure = reference_failure(exc, "reference child")
-            return {"error": {"type": failure.error_type.value, "message": failure.message}}
-        text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        return {"error": {"type": ErrorType.HARNESS_ERROR.value, "message": f"reference child: {text}"}}
+        else:
+            text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            failure = StageError(ErrorType.HARNESS_ERROR, f"reference child: {text}")
+    tensors.clear()
+    return {"error": {"type": failure.error_type.value, "message": failure.message}}
 
 
 def reference_main(job: Job, result_fd: int, token: str, prepared: Prepared) -> NoReturn:
