@@ -166,6 +166,8 @@ def row_of(item: dict[str, Any], result: EvalResult, finished_s: float) -> dict[
         "total_s": result.stage_durations.get("total"),
         "finished_s": round(finished_s, 3),
         "retried": any(w.startswith("retried:") for w in result.warnings),
+        # why it was run again and how long it waited for the device alone
+        "retry": next((w[:400] for w in result.warnings if w.startswith("retried:")), None),
         "lease": result.timing.get("device_lease"),
         "kernel_ms": result.kernel_ms,
         "ref_ms": result.ref_ms,

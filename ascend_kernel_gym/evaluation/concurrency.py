@@ -258,6 +258,15 @@ def neighbour_oom(result: EvalResult, had_neighbour: bool) -> bool:
     return result.error_type == ErrorType.OOM and not result.error_message.startswith(OWN_MEMORY_CAP_MESSAGE)
 
 
+def failure_summary(result: EvalResult, limit: int = 160) -> str:
+    """``result``'s error type and the first line of its message, for a retry's warning."""
+    lines = (result.error_message or "").strip().splitlines()
+    first = lines[0] if lines else ""
+    if len(first) > limit:
+        first = first[: limit - 3] + "..."
+    return f"{result.error_type.value}: {first}" if first else result.error_type.value
+
+
 def mark_retried(result: EvalResult, why: str) -> EvalResult:
     """Add the ``retried: ...`` warning to ``result`` (in place) and return it."""
     result.warnings.append(f"{RETRY_WARNING_PREFIX} {why}")

@@ -23,6 +23,7 @@ from ascend_kernel_gym.evaluation.concurrency import (
     device_id,
     device_memory,
     device_share,
+    failure_summary,
     mark_retried,
     neighbour_oom,
     visible_devices,
@@ -527,12 +528,17 @@ class Evaluator:
             with gate.slot() as slot:
                 out = self._run_on(handle, job, timeout, result)
             if neighbour_oom(out, slot.had_neighbour):
+                first = failure_summary(out)
+                asked = time.monotonic()
                 with gate.slot(exclusive=True):
+                    waited = time.monotonic() - asked
                     out = self._run_on(handle, job, timeout, base)
                 with self._lock:
                     self.stats["retries"] += 1
                 mark_retried(
-                    out, "it ran out of memory while another evaluation shared the device; run again alone on it"
+                    out,
+                    "it ran out of memory while another evaluation shared the device; run again alone on it"
+                    f" after waiting {waited:.1f} s for the device (first run: {first})",
                 )
             return out
         finally:

@@ -130,6 +130,9 @@ def test_an_out_of_memory_next_to_a_neighbour_is_run_again_alone_and_marked(relu
         ev.close()
     assert [r.correct for r in results] == [True, True]
     assert was_retried(results[0]) and not was_retried(results[1])
+    # the warning keeps what the first run said, so a user can tell a neighbour's doing from a retry's cost
+    (warning,) = [w for w in results[0].warnings if w.startswith("retried:")]
+    assert "first run: oom: OutOfMemoryError: CUDA out of memory" in warning and "waiting" in warning
     assert runs.calls.count(victim) == 2 and runs.calls.count(neighbour) == 1
     assert ev.stats["retries"] == 1
 
