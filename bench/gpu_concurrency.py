@@ -136,6 +136,7 @@ def run_once(
                           flush=True)  # fmt: skip
         makespan = time.perf_counter() - begin
         workers = ev.workers
+        stats = dict(ev.stats)
     done_rows = [r for r in rows if r is not None]
     latencies = [r["total_s"] for r in done_rows if r["total_s"] is not None]
     return {
@@ -148,6 +149,9 @@ def run_once(
         "p50_s": percentile(latencies, 0.5),
         "p95_s": percentile(latencies, 0.95),
         "ok": sum(r["ok"] for r in done_rows),
+        # evaluations run again alone after an out-of-memory, and held back because they would not fit
+        "retries": stats.get("retries", 0),
+        "memory_waits": stats.get("memory_waits", 0),
         "rows": done_rows,
     }
 
@@ -178,6 +182,8 @@ def row_of(item: dict[str, Any], result: EvalResult, finished_s: float) -> dict[
         # splits them into input loads and timed calls)
         "phase_s": result.timing.get("phase_s"),
         "stages": result.stage_durations,
+        # peak device memory (MiB) of the candidate's child and the judging reference child
+        "memory_mb": result.device_memory_mb,
     }
 
 
@@ -254,6 +260,11 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
                 f"- c={run['per_device']} {run['order']}: verdicts changed: {', '.join(cmp['verdicts_changed'])}"
             )
     for run in runs:
+        if run.get("retries") or run.get("memory_waits"):
+            lines.append(
+                f"- c={run['per_device']} {run['order']}: {run.get('retries', 0)} run again alone after an "
+                f"out-of-memory, {run.get('memory_waits', 0)} held back until they fit"
+            )
         for row in run["rows"]:
             if row.get("error_type") == "harness_error":
                 where = f"c={run['per_device']} {run['order']}"

@@ -6,9 +6,9 @@ lease inside the workers (:mod:`.device_lease`). So a device serves several work
 
 * :func:`default_workers_per_device` picks how many, from the host's cores and the device's
   memory (formula in its docstring and in docs/scaling.md);
-* :class:`DeviceGate` holds new evaluations back while the device's free memory is short and
-  another evaluation is running on it (one alone always goes ahead), and lets an evaluation have
-  the device to itself;
+* :class:`DeviceGate` holds new evaluations back while they would not fit next to those running
+  on the device (by the needs :mod:`.memory_book` estimates) or its free memory is short (one
+  alone always goes ahead), and lets an evaluation have the device to itself;
 * :func:`neighbour_oom` says when an out-of-memory result may be the neighbours' doing: such a
   result is run again once, alone on the device, and marked with :func:`mark_retried`.
 
@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ascend_kernel_gym.evaluation.errors import HARNESS_OUT_OF_MEMORY, REFERENCE_OUT_OF_MEMORY
+from ascend_kernel_gym.evaluation.memory_book import CONTEXT_BYTES
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult
 
 #: the most workers one device gets by default: on an H200, 4 gave the throughput of 8 (85 against
@@ -44,6 +45,13 @@ LOW_MEMORY_FRACTION = 0.10
 LOW_MEMORY_BYTES = 4 << 30
 #: how often a held-back evaluation reads the device's memory again
 MEMORY_POLL_S = 0.25
+#: how long an evaluation held back for memory may be overtaken by later ones that fit
+MEMORY_PATIENCE_S = 10.0
+#: an exclusive slot waits at most this long for the device's memory to be given back ...
+SETTLE_MAX_S = 5.0
+#: ... reading it this often, until it rose by less than this between two readings
+SETTLE_POLL_S = 0.1
+SETTLE_STEP_BYTES = 64 << 20
 #: how a result's warning saying it was evaluated twice starts
 RETRY_WARNING_PREFIX = "retried:"
 #: how the evaluator's message for a child over its own host-memory cap starts (not a neighbour's doing)
@@ -154,33 +162,58 @@ class Slot:
 
     Attributes:
         exclusive: it has the device to itself.
+        need: the device memory it is expected to take in bytes (None: unknown, counted as an
+            equal share of the device).
         had_neighbour: another evaluation ran on the device at some time while this one held it.
         waited_s: how long it was held back (memory short, or someone had the device to itself).
+        held_for_memory: it was held back at some time because it would not fit.
     """
 
     exclusive: bool = False
+    need: int | None = None
     had_neighbour: bool = False
     waited_s: float = 0.0
+    held_for_memory: bool = False
+    asked_at: float = 0.0
 
 
 class DeviceGate:
     """Admission to one device: shared slots, exclusive slots, and back-pressure on memory.
 
-    A shared slot waits while someone has (or waits for) the device to itself, or while the
-    device's memory is short and another evaluation is running on it: an evaluation alone on the
-    device always goes ahead. An exclusive slot waits until no other slot is held.
+    A shared slot waits while someone has (or waits for) the device to itself, or while it would
+    not fit next to the evaluations running on the device: their needs and its own (from
+    :class:`.memory_book.MemoryBook`; an unknown need counts as ``1 / workers`` of the room)
+    together may not exceed the room, which is the device's memory less
+    :data:`LOW_MEMORY_FRACTION` and one spare child's context per worker; nor may the device's free
+    memory be short. An evaluation alone on the device always goes ahead. A slot held back longer
+    than ``patience_s`` is not overtaken by later ones that would fit. An exclusive slot waits
+    until no other slot is held, then until the device's free memory stops rising (the children
+    of the evaluations before it exit after their results are in, see :meth:`_settle`).
 
     Args:
-        memory: ``() -> (free, total)`` bytes of the device, or None where it cannot be read.
+        memory: ``() -> (free, total)`` bytes of the device, or None where it cannot be read (no
+            admission by bytes then).
         poll_s: how often a slot held back for memory reads it again.
+        workers: workers sharing the device.
+        patience_s: how long a slot held back for memory may be overtaken.
     """
 
-    def __init__(self, memory: Callable[[], tuple[int, int] | None] | None = None, poll_s: float = MEMORY_POLL_S):
+    def __init__(
+        self,
+        memory: Callable[[], tuple[int, int] | None] | None = None,
+        poll_s: float = MEMORY_POLL_S,
+        workers: int = 1,
+        patience_s: float = MEMORY_PATIENCE_S,
+    ):
         self._memory = memory
         self._poll_s = poll_s
+        self._workers = max(1, workers)
+        self._patience_s = patience_s
         self._cond = threading.Condition()
         self._holders: list[Slot] = []
+        self._waiters: list[Slot] = []
         self._exclusive_waiting = 0
+        self._total: int | None = None
         self.waiting = 0
         #: times a shared slot was held back because the device's memory was short
         self.memory_waits = 0
@@ -191,48 +224,91 @@ class DeviceGate:
         with self._cond:
             return len(self._holders) + self.waiting
 
+    def room(self) -> int | None:
+        """The bytes the evaluations on this device may need together (None: the memory is unread)."""
+        if self._total is None:
+            reading = self._memory() if self._memory is not None else None
+            if reading is None:
+                return None
+            self._total = reading[1]
+        spares = self._workers * CONTEXT_BYTES  # each worker's spare child
+        return max(0, int(self._total * (1 - LOW_MEMORY_FRACTION)) - spares)
+
+    def _counted(self, slot: Slot, room: int) -> int:
+        return slot.need if slot.need is not None else room // self._workers
+
     def _short(self) -> bool:
         reading = self._memory() if self._memory is not None else None
         return reading is not None and memory_short(*reading)
 
-    def _holdup(self, exclusive: bool) -> str:
-        """Why a slot must wait now: ``""`` (it need not), ``"exclusive"`` or ``"memory"``."""
-        if exclusive:
+    def _holdup(self, slot: Slot) -> str:
+        """Why ``slot`` must wait now: ``""`` (it need not), ``"exclusive"`` or ``"memory"``."""
+        if slot.exclusive:
             return "exclusive" if self._holders else ""
         if self._exclusive_waiting or any(s.exclusive for s in self._holders):
             return "exclusive"
-        return "memory" if self._holders and self._short() else ""
+        if not self._holders:
+            return ""
+        now = time.monotonic()
+        if any(w.asked_at < slot.asked_at and now - w.asked_at > self._patience_s for w in self._waiters):
+            return "memory"  # behind one that has waited long enough
+        room = self.room()
+        if room is not None and sum(self._counted(h, room) for h in self._holders) + self._counted(slot, room) > room:
+            return "memory"
+        return "memory" if self._short() else ""
 
     @contextmanager
-    def slot(self, exclusive: bool = False) -> Iterator[Slot]:
-        """Hold the device (shared, or to itself) for the ``with`` block."""
-        slot = Slot(exclusive=exclusive)
-        started = time.monotonic()
+    def slot(self, exclusive: bool = False, need: int | None = None) -> Iterator[Slot]:
+        """Hold the device (shared, or to itself) for the ``with`` block; ``need``: the bytes the
+        evaluation is expected to take (None: unknown)."""
+        slot = Slot(exclusive=exclusive, need=need, asked_at=time.monotonic())
         with self._cond:
             self.waiting += 1
             self._exclusive_waiting += exclusive
+            self._waiters.append(slot)
             counted = False
             try:
-                while reason := self._holdup(exclusive):
+                while reason := self._holdup(slot):
                     if reason == "memory" and not counted:
-                        counted = True
+                        counted = slot.held_for_memory = True
                         self.memory_waits += 1
                     self._cond.wait(self._poll_s)
             finally:
                 self.waiting -= 1
                 self._exclusive_waiting -= exclusive
+                self._waiters.remove(slot)
             if self._holders:
                 slot.had_neighbour = True
                 for other in self._holders:
                     other.had_neighbour = True
             self._holders.append(slot)
-        slot.waited_s = round(time.monotonic() - started, 4)
         try:
+            if exclusive:
+                self._settle()
+            slot.waited_s = round(time.monotonic() - slot.asked_at, 4)
             yield slot
         finally:
             with self._cond:
                 self._holders.remove(slot)
                 self._cond.notify_all()
+
+    def _settle(self) -> None:
+        """Wait (at most :data:`SETTLE_MAX_S`) until the device's free memory stops rising.
+
+        An evaluation's reply comes before its children have exited and its judge has let go of
+        its tensors; an evaluation run alone after an out-of-memory must not find them still there
+        (two of eleven such retries did, eight workers on an H100, 2026-12-05).
+        """
+        if self._memory is None:
+            return
+        until = time.monotonic() + SETTLE_MAX_S
+        last = self._memory()
+        while last is not None and time.monotonic() < until:
+            time.sleep(SETTLE_POLL_S)
+            now = self._memory()
+            if now is None or now[0] - last[0] < SETTLE_STEP_BYTES:
+                return
+            last = now
 
 
 def device_share(backend: str, workers_per_device: int) -> float:

@@ -32,6 +32,7 @@ from ascend_kernel_gym.evaluation.concurrency import (
 from ascend_kernel_gym.evaluation.errors import REFERENCE_BROKE_DEVICE
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.lower_stage import run_lower_stage
+from ascend_kernel_gym.evaluation.memory_book import MemoryBook
 from ascend_kernel_gym.evaluation.pool import ZygoteError, ZygoteHandle, judge_mode_from_env, result_from_reply
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalRequest, EvalResult, Stage
 from ascend_kernel_gym.evaluation.static_runner import check_source_bounded as check_source  # time-limited
@@ -181,11 +182,14 @@ class Evaluator:
         self._executor: ThreadPoolExecutor | None = None
         self.stats = {
             "evaluations": 0, "cache_hits": 0, "static_rejects": 0, "worker_restarts": 0, "retries": 0,
+            "memory_waits": 0,
         }  # fmt: skip
         #: (task id, profile) whose reference broke the device on varied inputs: task inputs only
         self._task_inputs_only: set[tuple[str, str]] = set()
         self._handles: list[ZygoteHandle] = []
         self._gates: dict[int, DeviceGate] = {}
+        #: each task's device-memory need, from its finished evaluations (admission to a shared device)
+        self._memory_book = MemoryBook()
         self._ray: Any = None
         if executor == "ray":
             self._start_ray(
@@ -227,7 +231,9 @@ class Evaluator:
             key = device or 0
             if key not in self._gates:
                 memory = functools.partial(device_memory, self.backend, device_id(self.backend, key))
-                self._gates[key] = DeviceGate(memory if self.backend != "interpreter" else None)
+                self._gates[key] = DeviceGate(
+                    memory if self.backend != "interpreter" else None, workers=self.workers_per_device
+                )
         self._idle = list(self._handles)
         self._idle_ready = threading.Condition()
         if start:
@@ -525,14 +531,19 @@ class Evaluator:
         gate = self._gates[handle.device_index or 0]
         try:
             base = EvalResult.from_dict(result.to_dict())
-            with gate.slot() as slot:
+            book = self._memory_book
+            with gate.slot(need=book.need(job.task, job.profile)) as slot:
                 out = self._run_on(handle, job, timeout, result)
+            book.observe(job.task, job.profile, out)
+            if slot.held_for_memory:
+                with self._lock:
+                    self.stats["memory_waits"] += 1
             if neighbour_oom(out, slot.had_neighbour):
                 first = failure_summary(out)
-                asked = time.monotonic()
-                with gate.slot(exclusive=True):
-                    waited = time.monotonic() - asked
+                with gate.slot(exclusive=True) as alone:
+                    waited = alone.waited_s
                     out = self._run_on(handle, job, timeout, base)
+                book.observe(job.task, job.profile, out)
                 with self._lock:
                     self.stats["retries"] += 1
                 mark_retried(

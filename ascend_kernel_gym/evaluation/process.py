@@ -288,6 +288,21 @@ def library_dirs(backend: str) -> tuple[str, ...]:
     return tuple(dirs)
 
 
+def device_peak_bytes(backend: str, reset: bool = False) -> int | None:
+    """The most device memory this process's caching allocator has reserved (since the last
+    reset), or None on the CPU or before the device is initialised; ``reset``: start over."""
+    module = getattr(torch, backend, None) if backend in ("cuda", "npu") else None
+    try:
+        if module is None or not module.is_initialized():
+            return None
+        peak = int(module.max_memory_reserved())
+        if reset:
+            module.reset_peak_memory_stats()
+        return peak
+    except Exception:  # noqa: BLE001 - a lost device: no reading
+        return None
+
+
 def init_device(backend: str) -> torch.device:
     """Initialise the backend's device 0 (its context created) and return it; the CPU for the interpreter."""
     if backend == "interpreter":

@@ -9,7 +9,9 @@ then judges each trial the zygote forwards from the candidate's child. Those tri
 candidate's device tensors by CUDA IPC handle (:mod:`.device_ipc`); each one is copied into this
 process's memory (device to device) before :class:`.judge.Judge` compares it with the
 reference's results, and the verdict goes back to the zygote as JSON:
-``{"action", "failure", "passed", "max_abs", "max_rel", "out_bytes"}``.
+``{"action", "failure", "passed", "max_abs", "max_rel", "out_bytes", "device_bytes"}`` (the last:
+the peak device memory this child reserved for the evaluation, which sizes the task's later
+evaluations on a shared device).
 
 The child serves one evaluation after another: when an evaluation is over the zygote writes
 :data:`.wire.END_OF_JOB` where the next trial would come, the child lets go of that evaluation's
@@ -42,7 +44,7 @@ from ascend_kernel_gym.evaluation.child_stream import MAX_TRIAL_HEADER
 from ascend_kernel_gym.evaluation.errors import StageError, Verdict
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.judge import Judge
-from ascend_kernel_gym.evaluation.process import Prepared
+from ascend_kernel_gym.evaluation.process import Prepared, device_peak_bytes
 from ascend_kernel_gym.evaluation.reference_run import plan_or_failure
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.tensor_wire import WireError, encode_payload_parts
@@ -58,6 +60,8 @@ def judge_main(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prep
             # references of other workers' jobs, and their retries alone, without device memory
             # (eight workers on an H100, 2026-12-05).
             _free_device_memory(prepared.device)
+            if prepared.device is not None:  # the next job's peak is its own
+                device_peak_bytes(prepared.device.type, reset=True)
             message = read_message(job_fd)
             if not isinstance(message, dict) or message.get("role") != "judge":
                 return  # the zygote closed the pipe (it shuts down, or replaces this child)
@@ -92,6 +96,7 @@ def _judge_one(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prep
             "plan": judge.plan(),
             "slowest_ref_s": judge.slowest_ref_s,
             "trial_bytes_limit": judge.trial_bytes_limit(),
+            "device_bytes": device_peak_bytes(job.backend),
         }
     del header, tensors
     message["token"] = token
@@ -142,7 +147,9 @@ def _serve(judge: Judge, device: torch.device, job_fd: int, result_fd: int) -> b
             verdict = judge.judge(header, body, importer=_Importer(device, budget), place=device)
         except StageError as failure:  # the judge could not read an output (a driver failure)
             verdict = Verdict("fail", failure)
-        write_all(result_fd, frame(json.dumps(verdict_message(judge, verdict)).encode()))
+        message = verdict_message(judge, verdict)
+        message["device_bytes"] = device_peak_bytes(device.type)
+        write_all(result_fd, frame(json.dumps(message).encode()))
 
 
 def verdict_message(judge: Judge, verdict: Verdict) -> dict[str, Any]:

@@ -40,6 +40,8 @@ class RemoteJudge:
         self.max_abs = 0.0
         self.max_rel = 0.0
         self.out_bytes = 0
+        #: the most device memory the judge reported reserving for this evaluation (None: no report)
+        self.device_bytes: int | None = None
         self._plan: dict[str, Any] | None = None
         self._trial_limit: int | None = None
         #: every trial sent got its whole verdict back: the judge waits for the next trial, so it
@@ -74,8 +76,14 @@ class RemoteJudge:
         """The judge's bound on one trial message's tensor bytes (None: it sent none)."""
         return self._trial_limit
 
+    def _note_device_bytes(self, message: dict[str, Any]) -> None:
+        value = message.get("device_bytes")
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            self.device_bytes = max(self.device_bytes or 0, value)
+
     def load_reference(self, header: dict[str, Any], body: bytes) -> None:
         """The reference child's first message: the plan, or the failure of the task's reference."""
+        self._note_device_bytes(header)
         error = header.get("error")
         if isinstance(error, dict):
             self.reference_failure = stage_error_from(error, 2000)
@@ -108,6 +116,7 @@ class RemoteJudge:
         message = self._read_verdict(stream.child.result_fd)
         if isinstance(message, StageError):
             return Verdict("fail", message)
+        self._note_device_bytes(message)
         try:
             self.passed = int(message["passed"])
             self.max_abs = float(message["max_abs"])

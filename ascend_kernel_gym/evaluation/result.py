@@ -156,6 +156,10 @@ class EvalResult:
     #: Always a dict so that vectorised envs can merge ``info["eval"]`` across sub-envs.
     estimate: dict[str, Any] = field(default_factory=dict)
     stage_durations: dict[str, float] = field(default_factory=dict)
+    #: Peak device memory in MiB that the evaluation's processes reserved: ``candidate`` (as its
+    #: child reports it) and ``reference`` (the judging reference child's); empty on the CPU. It
+    #: sizes later evaluations of the task on a shared device (:mod:`.memory_book`).
+    device_memory_mb: dict[str, float] = field(default_factory=dict)
     device: str = ""
     cache_hit: bool = False
     #: The tail of what the candidate printed (stdout and stderr), scrubbed of harness paths.

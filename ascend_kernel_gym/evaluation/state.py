@@ -14,10 +14,13 @@ from typing import Any, NoReturn
 from ascend_kernel_gym.evaluation.errors import StageError, record_failure
 from ascend_kernel_gym.evaluation.feedback import scrub_text
 from ascend_kernel_gym.evaluation.job import Job
+from ascend_kernel_gym.evaluation.process import device_peak_bytes
 from ascend_kernel_gym.evaluation.recorder import Recorder
 from ascend_kernel_gym.evaluation.result import EvalResult, Stage, bound_result
 from ascend_kernel_gym.evaluation.snapshot import LibrarySnapshot
 from ascend_kernel_gym.evaluation.wire import OUTPUT_FILENAME, ZygoteLink, encode_result, write_all
+
+MIB = 1 << 20
 
 MAX_MESSAGE_CHARS = 4000
 
@@ -109,6 +112,9 @@ class ChildState:
         self.result.warnings = [scrub_text(w, self.sandbox)[:MAX_MESSAGE_CHARS] for w in self.result.warnings]
         self.result.hack_reasons = [scrub_text(r, self.sandbox) for r in self.result.hack_reasons]
         self.result.output_tail = _read_output(self.sandbox, self.job.output_cap)
+        peak = device_peak_bytes(self.job.backend)
+        if peak is not None:
+            self.result.device_memory_mb["candidate"] = round(peak / MIB, 1)
         bound_result(self.result)
         self.writer.emit(self.result)
 

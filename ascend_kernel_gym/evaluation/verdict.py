@@ -43,6 +43,7 @@ def final_reply(run: ChildStream, job: Any, judge: Any, keeper: LeaseKeeper | No
         result.trials_passed = judge.passed
         record_failure(result, failure)
         run.failure = failure
+        _note_reference_memory(result, judge)
         return bound_result(result).to_dict()
     if parsed is None:
         return None
@@ -69,8 +70,23 @@ def final_reply(run: ChildStream, job: Any, judge: Any, keeper: LeaseKeeper | No
                 # device's timings never overlap
                 "span": [run.go_at, end],
             }
+    _note_reference_memory(result, judge)
     # Bounded here as well: a child that got past its own cap cannot send a huge result on.
     return bound_result(result).to_dict()
+
+
+def _note_reference_memory(result: Any, judge: Any) -> None:
+    """Keep the candidate's child's report of its own peak device memory only if it is a plain
+    number, and add the judging reference child's (its report; the candidate's child cannot
+    write it)."""
+    memory = result.device_memory_mb if isinstance(result.device_memory_mb, dict) else {}
+    claimed = memory.get("candidate")
+    result.device_memory_mb = {}
+    if isinstance(claimed, (int, float)) and not isinstance(claimed, bool) and 0 <= claimed < 1e9:
+        result.device_memory_mb["candidate"] = float(claimed)
+    reported = getattr(judge, "device_bytes", None)
+    if isinstance(reported, int):
+        result.device_memory_mb["reference"] = round(reported / (1 << 20), 1)
 
 
 def timeout_reply(run: ChildStream, job: Any, judge: Any) -> dict[str, Any]:
@@ -103,6 +119,7 @@ def timeout_reply(run: ChildStream, job: Any, judge: Any) -> dict[str, Any]:
         )
     else:
         result.error_message = f"the evaluation did not finish within its time limit ({where})"
+    _note_reference_memory(result, judge)
     return bound_result(result).to_dict()
 
 

@@ -69,7 +69,7 @@ def _in_thread(gate: DeviceGate, exclusive: bool, entered: threading.Event, leav
 
 def test_a_second_evaluation_waits_while_memory_is_short_and_one_alone_always_goes() -> None:
     memory = [(1 * GIB, 80 * GIB)]  # short
-    gate = DeviceGate(lambda: memory[0], poll_s=0.01)
+    gate = DeviceGate(lambda: memory[0], poll_s=0.01, workers=2)  # two equal shares fit the room
     first_in, first_out = threading.Event(), threading.Event()
     first = _in_thread(gate, False, first_in, first_out)
     assert first_in.wait(10), "an evaluation alone on the device must go ahead even when memory is short"
@@ -105,6 +105,86 @@ def test_an_exclusive_slot_waits_for_the_holders_and_holds_newcomers_back() -> N
     b_out.set()
     for thread in (a, x, b):
         thread.join(10)
+
+
+def test_slots_are_admitted_by_bytes_next_to_those_running_and_one_alone_always_goes() -> None:
+    # 100 GiB: the room is 90 GiB less four spare contexts (3 GiB) = 87 GiB
+    gate = DeviceGate(lambda: (100 * GIB, 100 * GIB), poll_s=0.01, workers=4)
+    assert gate.room() == 87 * GIB
+    big_in, big_out = threading.Event(), threading.Event()
+    big = _in_need(gate, 60 * GIB, big_in, big_out)
+    assert big_in.wait(10)
+    small_in, small_out = threading.Event(), threading.Event()
+    small = _in_need(gate, 20 * GIB, small_in, small_out)
+    assert small_in.wait(10), "60 + 20 GiB fit the 87 GiB room"
+    third_in, third_out = threading.Event(), threading.Event()
+    third = _in_need(gate, 10 * GIB, third_in, third_out)
+    assert not third_in.wait(0.3), "60 + 20 + 10 GiB do not fit"
+    assert gate.memory_waits == 1
+    small_out.set()
+    assert third_in.wait(10)
+    # an unknown need counts as a quarter of the room (21.75 GiB): 60 + 10 + 21.75 > 87
+    unknown_in, unknown_out = threading.Event(), threading.Event()
+    unknown = _in_need(gate, None, unknown_in, unknown_out)
+    assert not unknown_in.wait(0.3)
+    third_out.set()
+    assert unknown_in.wait(10)
+    for event in (big_out, unknown_out):
+        event.set()
+    for thread in (big, small, third, unknown):
+        thread.join(10)
+    # larger than the whole room: it still runs, alone
+    with gate.slot(need=500 * GIB) as alone:
+        assert not alone.had_neighbour
+
+
+def test_a_slot_held_back_long_enough_is_not_overtaken_by_later_ones_that_fit() -> None:
+    gate = DeviceGate(lambda: (100 * GIB, 100 * GIB), poll_s=0.01, workers=4, patience_s=0.2)
+    a_in, a_out = threading.Event(), threading.Event()
+    a = _in_need(gate, 50 * GIB, a_in, a_out)
+    assert a_in.wait(10)
+    big_in, big_out = threading.Event(), threading.Event()
+    big = _in_need(gate, 60 * GIB, big_in, big_out)  # waits for a
+    assert not big_in.wait(0.4)  # past its patience now
+    late_in, late_out = threading.Event(), threading.Event()
+    late = _in_need(gate, 10 * GIB, late_in, late_out)  # would fit next to a, but queues behind big
+    assert not late_in.wait(0.3)
+    a_out.set()
+    assert big_in.wait(10)
+    assert late_in.wait(10)  # 60 + 10 fit
+    big_out.set()
+    late_out.set()
+    for thread in (a, big, late):
+        thread.join(10)
+
+
+def test_an_exclusive_slot_waits_until_the_devices_free_memory_stops_rising() -> None:
+    # the previous evaluations' children give their memory back after their results are in
+    readings = iter([10 * GIB, 30 * GIB, 50 * GIB, 70 * GIB, 70 * GIB])
+    seen: list[int] = []
+
+    def memory() -> tuple[int, int]:
+        free = next(readings, 70 * GIB)
+        seen.append(free)
+        return free, 80 * GIB
+
+    gate = DeviceGate(memory, poll_s=0.01, workers=2)
+    gate.room()  # reads the total once
+    seen.clear()
+    with gate.slot(exclusive=True) as alone:
+        assert seen[-2:] == [70 * GIB, 70 * GIB], "it starts once two readings agree"
+    assert alone.exclusive and not alone.had_neighbour
+
+
+def _in_need(gate: DeviceGate, need: int | None, entered: threading.Event, leave: threading.Event) -> threading.Thread:
+    def hold() -> None:
+        with gate.slot(need=need):
+            entered.set()
+            leave.wait(30)
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    return thread
 
 
 def test_slots_know_whether_they_had_a_neighbour() -> None:

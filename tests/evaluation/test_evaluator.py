@@ -9,6 +9,7 @@ import pytest
 from ascend_kernel_gym.evaluation import EvalRequest, EvalResult, Evaluator
 from ascend_kernel_gym.evaluation.cache import ResultCache
 from ascend_kernel_gym.evaluation.concurrency import was_retried
+from ascend_kernel_gym.evaluation.memory_book import CONTEXT_BYTES, DEFAULT_RATIO, MIB, task_bytes
 from ascend_kernel_gym.evaluation.result import ErrorType
 
 
@@ -135,6 +136,33 @@ def test_an_out_of_memory_next_to_a_neighbour_is_run_again_alone_and_marked(relu
     assert "first run: oom: OutOfMemoryError: CUDA out of memory" in warning and "waiting" in warning
     assert runs.calls.count(victim) == 2 and runs.calls.count(neighbour) == 1
     assert ev.stats["retries"] == 1
+
+
+def test_a_task_is_admitted_with_the_memory_its_last_evaluations_took(relu_task, relu_solution) -> None:
+    ev = _two_worker_evaluator(FakeWorkerRuns(set(), together=1))
+    asked: list[int | None] = []
+    gate = ev._gates[0]
+    slot = gate.slot
+
+    def recording_slot(exclusive: bool = False, need: int | None = None):
+        asked.append(need)
+        return slot(exclusive=exclusive, need=need)
+
+    def measured(handle, job, timeout, base):
+        result = EvalResult.from_dict(base.to_dict())
+        result.correct = True
+        result.device_memory_mb = {"candidate": 3000.0, "reference": 5000.0}
+        return result
+
+    gate.slot = recording_slot
+    ev._run_on = measured
+    try:
+        first = ev.evaluate(EvalRequest(task=relu_task, code=relu_solution))
+        ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# another\n"))
+    finally:
+        ev.close()
+    prior = int(task_bytes(relu_task, first.profile) * DEFAULT_RATIO) + 2 * CONTEXT_BYTES
+    assert asked == [prior, 8000 * MIB + 2 * CONTEXT_BYTES]
 
 
 def test_an_out_of_memory_alone_on_the_device_is_the_candidates(relu_task, relu_solution) -> None:

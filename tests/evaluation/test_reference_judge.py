@@ -121,11 +121,15 @@ def test_a_verdict_message_round_trips_to_the_zygote_side(tmp_path) -> None:
     failure = StageError(ErrorType.VALUE_MISMATCH, "wrong (trial 3 of 3)", max_abs_err=0.7)
     stream, verdict_write, trial_read = _stream(tmp_path)
     remote = RemoteJudge(3, deadline=time.perf_counter() + 60)
-    remote.load_reference({"plan": {"trials": [{}, {}, {}], "probe_seed": 1}, "slowest_ref_s": 0.5}, b"")
+    plan = {"plan": {"trials": [{}, {}, {}], "probe_seed": 1}, "slowest_ref_s": 0.5, "device_bytes": 5 << 20}
+    remote.load_reference(plan, b"")
+    assert remote.device_bytes == 5 << 20  # the judge's peak device memory, which sizes later evaluations
     remote.attach(stream)
     assert remote.ready and remote.trials == [0, 1, 2] and remote.slowest_ref_s == 0.5
-    os.write(verdict_write, frame(json.dumps(verdict_message(judge, Verdict("fail", failure))).encode()))
+    message = {**verdict_message(judge, Verdict("fail", failure)), "device_bytes": 9 << 20}
+    os.write(verdict_write, frame(json.dumps(message).encode()))
     verdict = remote.judge({"index": 2, "tensors": []}, b"body")
+    assert remote.device_bytes == 9 << 20
     assert verdict.action == "fail" and verdict.failure.error_type == ErrorType.VALUE_MISMATCH
     assert verdict.failure.metrics == {"max_abs_err": 0.7} and "trial 3 of 3" in verdict.failure.message
     assert (remote.passed, remote.max_abs, remote.max_rel, remote.out_bytes) == (2, 0.25, 0.5, 4096)

@@ -362,6 +362,27 @@ def test_a_child_that_reports_correct_without_being_judged_is_a_forgery(tmp_path
     os.rmdir(zygote.root)
 
 
+def test_the_reply_keeps_the_childs_own_memory_reading_only_as_a_number_and_the_judges_beside_it(tmp_path) -> None:
+    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
+    judge = _relu_judge()
+    judge.device_bytes = 3 << 30  # what a judging reference child reported
+    claims = (
+        ({"candidate": 1234.5, "reference": 1.0}, {"candidate": 1234.5, "reference": 3072.0}),
+        ({"candidate": "0", "reference": 1.0}, {"reference": 3072.0}),
+        (["forged"], {"reference": 3072.0}),
+    )
+    for claimed, kept in claims:
+        run = ChildStream(_child(), "tok")
+        failed = {
+            "task_id": "core/L1/relu", "backend": "interpreter", "profile": "small", "code_hash": "h",
+            "stage": "compile", "error_type": "runtime_error", "device_memory_mb": claimed,
+        }  # fmt: skip
+        run.feed(READY + JOB_TAKEN + _framed("tok", failed))
+        reply = final_reply(run, _job(), judge)
+        assert reply["device_memory_mb"] == kept, claimed
+    os.rmdir(zygote.root)
+
+
 def test_trials_stream_through_the_judge_and_a_wrong_one_ends_the_child(tmp_path) -> None:
     import torch
 

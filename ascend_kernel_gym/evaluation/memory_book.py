@@ -1,0 +1,112 @@
+"""How much device memory one evaluation of a task needs, so that a shared device admits only
+as many evaluations as fit.
+
+Eight workers on an 80 GB H100 ran the level-2 and level-3 tasks out of memory together: in
+the issue's 90-request burst 11 evaluations had to run again alone, and each such retry empties
+the device of the other workers' evaluations first (2026-12-05). A fixed number of evaluations
+per device fits the small tasks and not the large ones, so the gate (:class:`.concurrency.DeviceGate`)
+admits by bytes, with the need this book estimates for each evaluation:
+
+* **measured**: the largest need of the task's last :data:`WINDOW` evaluations on this
+  evaluator, each the peak device memory its candidate's child and its judging reference child
+  reserved (``EvalResult.device_memory_mb``) plus one device context for each;
+* **before any**: the task file's size (``Task.profile_elements``, read from its AST, times the
+  size of its dtype) times a ratio, plus the contexts. The ratio is the 90th percentile of
+  measured need over size among the tasks measured so far (those of at least
+  :data:`RATIO_MIN_BYTES`), :data:`DEFAULT_RATIO` until :data:`RATIO_MIN_TASKS` are;
+* **unknown** (no size, and nothing measured): None, and the gate counts the evaluation as an
+  equal share of the device.
+
+The candidate's child reports its own peak; a candidate can understate it. That only lets more
+evaluations onto the device at once: one that then runs out of memory next to a neighbour is
+run again alone (:func:`.concurrency.neighbour_oom`), so no verdict depends on an estimate.
+
+Imports neither torch nor triton.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import zlib
+from collections import deque
+
+from ascend_kernel_gym.evaluation.result import EvalResult
+from ascend_kernel_gym.tasks.task import Task
+
+MIB = 1 << 20
+#: device memory one process's context takes beyond what its allocator reserves (710 MiB seen
+#: on an H100 with one hardware queue, 2026-12-05)
+CONTEXT_BYTES = 768 * MIB
+#: evaluations of one task whose largest need is its estimate
+WINDOW = 8
+#: need over task size assumed before enough tasks are measured
+DEFAULT_RATIO = 12.0
+#: tasks measured before their ratio replaces :data:`DEFAULT_RATIO`
+RATIO_MIN_TASKS = 3
+#: tasks smaller than this do not set the ratio (fixed costs dominate their need)
+RATIO_MIN_BYTES = 64 * MIB
+#: the ratio is kept within these bounds
+RATIO_BOUNDS = (2.0, 64.0)
+_DTYPE_BYTES = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int8": 1, "uint8": 1}
+
+
+def task_key(task: Task, profile: str) -> str:
+    """The key a task's measurements are kept under."""
+    return f"{task.id}@{profile}#{zlib.crc32(task.source.encode('utf-8', 'replace')):08x}"
+
+
+def task_bytes(task: Task, profile: str) -> int | None:
+    """The bytes of the task's inputs and parameters in ``profile`` as its loader estimated them."""
+    elements = task.profile_elements.get(profile)
+    if not isinstance(elements, int) or elements <= 0:
+        return None
+    return elements * _DTYPE_BYTES.get(task.dtype, 4)
+
+
+def measured_need(result: EvalResult) -> int | None:
+    """The device memory ``result``'s evaluation took (its processes' peaks and contexts), or None."""
+    memory = result.device_memory_mb if isinstance(result.device_memory_mb, dict) else {}
+    peaks = [v for v in memory.values() if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0]
+    if not peaks:
+        return None
+    return int(sum(peaks) * MIB) + 2 * CONTEXT_BYTES
+
+
+class MemoryBook:
+    """Per-task device-memory needs learned from finished evaluations (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._needs: dict[str, deque[int]] = {}
+        self._ratios: dict[str, float] = {}
+
+    def need(self, task: Task, profile: str) -> int | None:
+        """The bytes an evaluation of ``task`` is expected to take on the device, or None if unknown."""
+        key = task_key(task, profile)
+        with self._lock:
+            seen = self._needs.get(key)
+            if seen:
+                return max(seen)
+            ratio = self._ratio()
+        size = task_bytes(task, profile)
+        return None if size is None else int(size * ratio) + 2 * CONTEXT_BYTES
+
+    def observe(self, task: Task, profile: str, result: EvalResult) -> None:
+        """Record what ``result``'s evaluation took (a result without a reading changes nothing)."""
+        need = measured_need(result)
+        if need is None:
+            return
+        key = task_key(task, profile)
+        size = task_bytes(task, profile)
+        with self._lock:
+            self._needs.setdefault(key, deque(maxlen=WINDOW)).append(need)
+            if size is not None and size >= RATIO_MIN_BYTES:
+                ratio = (max(self._needs[key]) - 2 * CONTEXT_BYTES) / size
+                self._ratios[key] = min(RATIO_BOUNDS[1], max(RATIO_BOUNDS[0], ratio))
+
+    def _ratio(self) -> float:
+        if len(self._ratios) < RATIO_MIN_TASKS:
+            return DEFAULT_RATIO
+        ratios = sorted(self._ratios.values())
+        return statistics.quantiles(ratios, n=10, method="inclusive")[-1] if len(ratios) > 1 else ratios[0]

@@ -1,0 +1,83 @@
+"""Per-task device-memory needs (evaluation/memory_book.py): the size prior, measurements, the ratio."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ascend_kernel_gym.evaluation.memory_book import (
+    CONTEXT_BYTES,
+    DEFAULT_RATIO,
+    MIB,
+    WINDOW,
+    MemoryBook,
+    measured_need,
+    task_bytes,
+)
+from ascend_kernel_gym.evaluation.result import EvalResult
+from ascend_kernel_gym.tasks.suite import get_task
+from ascend_kernel_gym.tasks.task import Task
+
+GIB = 1 << 30
+
+
+def _task(name: str, elements: int | None, dtype: str = "float32", source: str = "x = 1\n") -> Task:
+    return Task(
+        id=f"third/L1/{name}", name=name, level=1, category="c", description="d", source=source, dtype=dtype,
+        profile_elements={"full": elements},
+    )  # fmt: skip
+
+
+def _result(candidate_mb: float | None, reference_mb: float | None) -> EvalResult:
+    memory = {k: v for k, v in (("candidate", candidate_mb), ("reference", reference_mb)) if v is not None}
+    return EvalResult(task_id="t", backend="cuda", profile="full", code_hash="h", device_memory_mb=memory)
+
+
+def test_a_task_file_sizes_its_evaluation_before_any_is_measured() -> None:
+    task = _task("a", 256 * MIB // 2, dtype="float16")  # 256 MiB of inputs and parameters
+    assert task_bytes(task, "full") == 256 * MIB
+    assert MemoryBook().need(task, "full") == int(256 * MIB * DEFAULT_RATIO) + 2 * CONTEXT_BYTES
+    assert MemoryBook().need(_task("b", None), "full") is None  # no size: unknown
+    assert MemoryBook().need(task, "small") is None
+    # a bundled task has its loader's estimate
+    assert MemoryBook().need(get_task("core/L2/causal_softmax"), "full") > 12 * GIB
+
+
+def test_measurements_replace_the_prior_and_the_largest_recent_one_counts() -> None:
+    book, task = MemoryBook(), _task("a", 64 * MIB)
+    book.observe(task, "full", _result(1000.0, 3000.0))
+    assert book.need(task, "full") == 4000 * MIB + 2 * CONTEXT_BYTES
+    book.observe(task, "full", _result(500.0, 500.0))  # a smaller one does not lower it
+    assert book.need(task, "full") == 4000 * MIB + 2 * CONTEXT_BYTES
+    for _ in range(WINDOW):  # ... until it is out of the window
+        book.observe(task, "full", _result(500.0, 500.0))
+    assert book.need(task, "full") == 1000 * MIB + 2 * CONTEXT_BYTES
+    book.observe(task, "full", _result(None, None))  # no reading (the CPU, a child cut for time)
+    assert book.need(task, "full") == 1000 * MIB + 2 * CONTEXT_BYTES
+    # another profile, and a task with the same id and another file, are other keys
+    assert book.need(task, "small") is None
+    other = dataclasses.replace(task, source="y = 2\n")
+    assert book.need(other, "full") != book.need(task, "full")
+
+
+def test_the_ratio_comes_from_the_measured_tasks_once_there_are_enough() -> None:
+    book = MemoryBook()
+    new = _task("new", 512 * MIB // 4)  # 512 MiB
+    for i, ratio in enumerate((4.0, 5.0, 6.0)):
+        task = _task(f"m{i}", 256 * MIB // 4)
+        assert book.need(new, "full") == int(512 * MIB * DEFAULT_RATIO) + 2 * CONTEXT_BYTES
+        book.observe(task, "full", _result(ratio * 256, 0.0))
+    need = book.need(new, "full")
+    assert need is not None
+    assert 512 * MIB * 5.5 + 2 * CONTEXT_BYTES < need <= 512 * MIB * 6.0 + 2 * CONTEXT_BYTES  # the 90th percentile
+    # a small task (fixed costs dominate its need) does not move it
+    book.observe(_task("tiny", 1024), "full", _result(5000.0, 5000.0))
+    assert book.need(new, "full") == need
+
+
+def test_a_forged_reading_is_no_reading() -> None:
+    assert measured_need(_result(None, None)) is None
+    forged = _result(100.0, None)
+    forged.device_memory_mb = {"candidate": "a lot", "reference": True}  # type: ignore[dict-item]
+    assert measured_need(forged) is None
+    forged.device_memory_mb = ["not", "a", "dict"]  # type: ignore[assignment]
+    assert measured_need(forged) is None
