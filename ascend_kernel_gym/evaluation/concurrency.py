@@ -191,8 +191,9 @@ class DeviceGate:
     of the evaluations before it exit after their results are in, see :meth:`_settle`).
 
     Args:
-        memory: ``() -> (free, total)`` bytes of the device, or None where it cannot be read (no
-            admission by bytes then).
+        memory: ``() -> (free, total)`` bytes of the device, or None where it cannot be read.
+        total_bytes: the device's memory where ``memory`` cannot read it (an Ascend NPU's is
+            assumed, :data:`ASSUMED_DEVICE_GIB`); None: no admission by bytes there.
         poll_s: how often a slot held back for memory reads it again.
         workers: workers sharing the device.
         patience_s: how long a slot held back for memory may be overtaken.
@@ -204,8 +205,10 @@ class DeviceGate:
         poll_s: float = MEMORY_POLL_S,
         workers: int = 1,
         patience_s: float = MEMORY_PATIENCE_S,
+        total_bytes: int | None = None,
     ):
         self._memory = memory
+        self._assumed_total = total_bytes
         self._poll_s = poll_s
         self._workers = max(1, workers)
         self._patience_s = patience_s
@@ -228,9 +231,10 @@ class DeviceGate:
         """The bytes the evaluations on this device may need together (None: the memory is unread)."""
         if self._total is None:
             reading = self._memory() if self._memory is not None else None
-            if reading is None:
+            total = reading[1] if reading is not None else self._assumed_total
+            if total is None:
                 return None
-            self._total = reading[1]
+            self._total = total
         spares = self._workers * CONTEXT_BYTES  # each worker's spare child
         return max(0, int(self._total * (1 - LOW_MEMORY_FRACTION)) - spares)
 

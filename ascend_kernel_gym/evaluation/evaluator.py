@@ -17,6 +17,7 @@ from typing import Any
 
 from ascend_kernel_gym.evaluation.cache import ResultCache, cache_key, harness_fingerprint
 from ascend_kernel_gym.evaluation.concurrency import (
+    ASSUMED_DEVICE_GIB,
     DeviceGate,
     available_cores,
     default_workers_per_device,
@@ -231,8 +232,11 @@ class Evaluator:
             key = device or 0
             if key not in self._gates:
                 memory = functools.partial(device_memory, self.backend, device_id(self.backend, key))
+                on_device = self.backend != "interpreter"
                 self._gates[key] = DeviceGate(
-                    memory if self.backend != "interpreter" else None, workers=self.workers_per_device
+                    memory if on_device else None,
+                    workers=self.workers_per_device,
+                    total_bytes=(ASSUMED_DEVICE_GIB.get(self.backend, 16) << 30) if on_device else None,
                 )
         self._idle = list(self._handles)
         self._idle_ready = threading.Condition()

@@ -86,6 +86,8 @@ def test_a_tiny_run_on_the_interpreter(tmp_path) -> None:
         assert run["ok"] == 1 and len(run["rows"]) == 2 and run["per_min"] > 0
         broken = [row for row in run["rows"] if not row["ok"]]
         assert len(broken) == 1 and broken[0]["error"]  # each failure keeps what it said
+        assert run["retries"] == 0 and run["memory_waits"] == 0  # nothing shares a device on the interpreter
+        assert all(row["memory_mb"] == {} and row["retry"] is None for row in run["rows"])
     assert "| 2 (2 in all) | interleaved |" in out.read_text()
 
 
@@ -97,6 +99,10 @@ def test_harness_errors_are_listed_with_their_messages(bench) -> None:
     meta |= {"command": "-", "tasks": 1, "profile": "full", "reps": 1, "ascend": False, "left_out": []}
     lines = [line for line in bench.render(meta, [run]).splitlines() if "harness error" in line]
     assert lines == ["- c=8 interleaved: harness error in t solution: out of memory"]
+    # retries and evaluations held back for memory are said per run
+    run |= {"retries": 2, "memory_waits": 5}
+    lines = [line for line in bench.render(meta, [run]).splitlines() if "held back" in line]
+    assert lines == ["- c=8 interleaved: 2 run again alone after an out-of-memory, 5 held back until they fit"]
 
 
 def test_ray_overhead_bench_arguments() -> None:

@@ -138,6 +138,21 @@ def test_slots_are_admitted_by_bytes_next_to_those_running_and_one_alone_always_
         assert not alone.had_neighbour
 
 
+def test_a_device_whose_memory_cannot_be_read_is_sized_by_its_assumed_total() -> None:
+    # an Ascend NPU: no reading; 64 GiB assumed, less 10 % and two spare contexts
+    gate = DeviceGate(lambda: None, poll_s=0.01, workers=2, total_bytes=64 * GIB)
+    assert gate.room() == int(64 * GIB * 0.9) - 2 * (768 << 20)
+    assert DeviceGate(lambda: None, workers=2).room() is None  # nothing known: no admission by bytes
+    with gate.slot(need=40 * GIB):
+        entered = threading.Event()
+        leave = threading.Event()
+        second = _in_need(gate, 30 * GIB, entered, leave)
+        assert not entered.wait(0.3)
+    assert entered.wait(10)
+    leave.set()
+    second.join(10)
+
+
 def test_a_slot_held_back_long_enough_is_not_overtaken_by_later_ones_that_fit() -> None:
     gate = DeviceGate(lambda: (100 * GIB, 100 * GIB), poll_s=0.01, workers=4, patience_s=0.2)
     a_in, a_out = threading.Event(), threading.Event()
