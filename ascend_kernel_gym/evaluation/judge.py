@@ -29,7 +29,14 @@ from typing import Any
 import torch
 
 from ascend_kernel_gym.evaluation.compare import compare, outputs_close, outputs_identical, quick_close
-from ascend_kernel_gym.evaluation.errors import StageError, Verdict, record_failure, stage_error_from
+from ascend_kernel_gym.evaluation.errors import (
+    HARNESS_OUT_OF_MEMORY,
+    StageError,
+    Verdict,
+    classify_exception,
+    record_failure,
+    stage_error_from,
+)
 from ascend_kernel_gym.evaluation.outputs import OutputCheckError, flatten_outputs, output_leaves
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
 from ascend_kernel_gym.evaluation.tensor_wire import Importer, WireError, decode_tensors, decode_tree
@@ -244,8 +251,10 @@ class Judge:
             aliased = [bool(a) for a in header.get("aliased", [])]
             changed = [int(i) for i in header.get("changed", [])]
             after = {int(k): decode_tree(v, [t for t, _ in tensors]) for k, v in dict(header["inputs_after"]).items()}
-        except Exception as exc:  # noqa: BLE001 - the harness writes well-formed trials: any failure is forged
+        except Exception as exc:  # noqa: BLE001 - the harness writes well-formed trials: any failure is forged ...
             text = f"{type(exc).__name__}: {str(exc)[:200]}"
+            if classify_exception(exc) == ErrorType.OOM:  # ... but copying them needs device memory
+                return Verdict("fail", _judge_out_of_memory("reading a trial", text))
             return Verdict(
                 "fail", StageError(ErrorType.SANDBOX_VIOLATION, f"the child's trial message is malformed: {text}")
             )
@@ -255,6 +264,8 @@ class Judge:
             return Verdict("fail", failure)
         except Exception as exc:  # noqa: BLE001 - the zygote must outlive whatever a trial holds
             text = f"{type(exc).__name__}: {str(exc)[:200]}"
+            if classify_exception(exc) == ErrorType.OOM:
+                return Verdict("fail", _judge_out_of_memory("comparing a trial", text))
             return Verdict("fail", StageError(ErrorType.HARNESS_ERROR, f"the judge could not compare a trial: {text}"))
 
     def _route(
@@ -430,6 +441,13 @@ def _error_stats(cand: torch.Tensor, ref: torch.Tensor, atol: float) -> tuple[fl
     max_abs = float(diff.max())
     rel = diff.div_(ref.to(torch.float32).abs().add_(max(atol, 1e-12)))
     return max_abs, float(rel.max())
+
+
+def _judge_out_of_memory(doing: str, text: str) -> StageError:
+    """The judge's own allocation failed: the harness's, retried alone next to neighbours (eight
+    workers on an H100 left a judge no memory to compare a trial in, 2026-12-05); never a verdict on
+    the candidate, whose outputs' size the judge bounds (:meth:`Judge.trial_bytes_limit`)."""
+    return StageError(ErrorType.HARNESS_ERROR, f"{HARNESS_OUT_OF_MEMORY} (the judge, {doing}): {text}")
 
 
 def input_independent() -> StageError:

@@ -178,6 +178,41 @@ def test_malformed_messages_fail_without_raising() -> None:
     assert judge.judge({"index": 0, "tensors": [], "output": {"t": 0}}, b"").action == "fail"
 
 
+def test_the_judge_running_out_of_memory_is_the_harnesses_and_never_a_forgery(monkeypatch) -> None:
+    """Eight workers on an H100 left a judge no memory to compare a trial in (2026-12-05): reading
+    or comparing a trial that fails to allocate is a harness out-of-memory (run again alone next
+    to neighbours), not a malformed message (a hack) and not a verdict on the candidate."""
+    from ascend_kernel_gym.evaluation import judge as judge_module
+    from ascend_kernel_gym.evaluation.concurrency import neighbour_oom
+    from ascend_kernel_gym.evaluation.errors import HARNESS_OUT_OF_MEMORY
+
+    def no_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    out = torch.relu(_inputs(0))
+    trial, judges = _trial(0, out, again=out.clone()), [_judge() for _ in range(3)]
+    with monkeypatch.context() as patch:
+        patch.setattr(judge_module, "decode_tensors", no_memory)
+        reading = judges[0].judge(*trial)
+    with monkeypatch.context() as patch:
+        patch.setattr(Judge, "_route", no_memory)
+        comparing = judges[1].judge(*trial)
+    for verdict, doing in ((reading, "reading a trial"), (comparing, "comparing a trial")):
+        failure = verdict.failure
+        assert verdict.action == "fail" and failure.error_type == ErrorType.HARNESS_ERROR and not failure.hack
+        assert failure.message.startswith(f"{HARNESS_OUT_OF_MEMORY} (the judge, {doing})"), failure.message
+        result = EvalResult(
+            task_id="t", backend="cuda", profile="full", code_hash="h",
+            error_type=failure.error_type, error_message=failure.message,
+        )  # fmt: skip
+        assert neighbour_oom(result, had_neighbour=True)
+    # any other failure to read a trial is still a forged message
+    with monkeypatch.context() as patch:
+        patch.setattr(judge_module, "decode_tensors", lambda *a, **k: (_ for _ in ()).throw(ValueError("bad")))
+        forged = judges[2].judge(*trial)
+    assert forged.failure.error_type == ErrorType.SANDBOX_VIOLATION
+
+
 def test_a_reference_failure_or_an_unreadable_plan_ends_the_evaluation() -> None:
     judge = Judge(ATOL, RTOL, 2)
     judge.load_reference({"error": {"type": "harness_error", "message": "the task's reference fails"}}, b"")
