@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tasks", default=None, help="comma-separated task ids (default: all with solutions)")
     parser.add_argument("--levels", default=None, help="comma-separated levels (default: all)")
     parser.add_argument("--reps", type=int, default=100, help="timed repetitions per model (default 100)")
+    parser.add_argument(
+        "--timing-budget-s", type=float, default=None, help="bound the timed rounds by time (profile_budget_s)"
+    )
     parser.add_argument("--timeout", type=float, default=None, help="per-evaluation limit (default: the evaluator's)")
     parser.add_argument("--budget-s", type=float, default=510.0, help="leave out runs that would end later")
     parser.add_argument("--ascend", default="off", choices=("off", "warn"), help="Ascend checks and lowering")
@@ -228,7 +231,9 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
         f"- versions: {', '.join(f'{k} {v}' for k, v in meta['versions'].items())}, Python {meta['python']}",
         f"- command: `{meta['command']}`",
         f"- burst: {meta['tasks']} reference solutions + as many broken variants, profile {meta['profile']}, "
-        f"cache off, {meta['reps']} timed reps per model, Ascend checks {meta['ascend']}",
+        f"cache off, {meta['reps']} timed reps per model"
+        + (f" (at most {meta['timing_budget_s']} s a pair)" if meta.get("timing_budget_s") else "")
+        + f", Ascend checks {meta['ascend']}",
         f"- baseline: c={runs[0]['per_device']} {runs[0]['order']}" if runs else "- no run finished",
         "",
         "| workers/device | order | eval/min | x baseline | burst s | device held s | warm-up s | p50 s | p95 s | "
@@ -304,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or (Path(os.environ["OUT"]) / DEFAULT_OUT.name if os.environ.get("OUT") else DEFAULT_OUT)
     items = burst(tasks, profile)
     options = {
-        "backend": args.backend, "profile_reps": args.reps, "timeout_s": args.timeout,
+        "backend": args.backend, "profile_reps": args.reps, "profile_budget_s": args.timing_budget_s,
+        "timeout_s": args.timeout,
         "ascend_checks": args.ascend, "ascend_lower": args.ascend,
     }  # fmt: skip
     started = time.perf_counter()
@@ -322,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         "requests": len(items),
         "profile": profile,
         "reps": args.reps,
+        "timing_budget_s": args.timing_budget_s,
         "ascend": args.ascend,
         "left_out": [],
     }

@@ -167,6 +167,7 @@ class Slot:
         had_neighbour: another evaluation ran on the device at some time while this one held it.
         waited_s: how long it was held back (memory short, or someone had the device to itself).
         held_for_memory: it was held back at some time because it would not fit.
+        asked_at: when it asked for the device (``time.monotonic()``).
     """
 
     exclusive: bool = False
@@ -218,7 +219,7 @@ class DeviceGate:
         self._exclusive_waiting = 0
         self._total: int | None = None
         self.waiting = 0
-        #: times a shared slot was held back because the device's memory was short
+        #: times a shared slot was held back because it would not fit (or the free memory was short)
         self.memory_waits = 0
 
     @property

@@ -8,6 +8,7 @@ from __future__ import annotations
 import atexit
 import functools
 import hashlib
+import math
 import os
 import threading
 import time
@@ -89,6 +90,10 @@ class Evaluator:
             triton-ascend's own compiler front half after the child returns (interpreter and cuda;
             :mod:`.lower_stage`); ``enforce`` fails a kernel that does not lower or overflows UB.
         profile_reps: timed repetitions per model in the timing stage.
+        profile_budget_s: bound the timed repetitions by time: a model pair whose calls take
+            longer than ``profile_budget_s / profile_reps`` gets ``ceil(profile_budget_s / pair
+            time)`` repetitions, at least :data:`.timing.MIN_BUDGET_REPS` (the pair time read on
+            the quiet device before the timed rounds). None (default): always ``profile_reps``.
         profile_warmup: untimed warm-up calls per model before timing.
         output_cap: bytes of the candidate's printed output kept in the result.
         start: start the workers now (in the background) instead of on first use.
@@ -139,6 +144,7 @@ class Evaluator:
         os_sandbox: bool | None = None,
         *,
         workers_per_device: int | None = None,
+        profile_budget_s: float | None = None,
         executor: str = "local",
         address: str | None = None,
         actors: int | None = None,
@@ -169,6 +175,10 @@ class Evaluator:
             raise ValueError(f"num_trials must be >= 1, got {num_trials!r}")
         if profile_reps < 1 or profile_warmup < 0:
             raise ValueError("profile_reps must be >= 1 and profile_warmup >= 0")
+        if profile_budget_s is not None and not (
+            isinstance(profile_budget_s, (int, float)) and math.isfinite(profile_budget_s) and profile_budget_s > 0
+        ):
+            raise ValueError(f"profile_budget_s must be a positive number of seconds or None, got {profile_budget_s!r}")
         self.executor = executor
         self.num_trials = int(num_trials)
         self.ascend_checks = ascend_checks
@@ -176,6 +186,7 @@ class Evaluator:
         self.ascend_lower = ascend_lower
         self.profile_reps = int(profile_reps)
         self.profile_warmup = int(profile_warmup)
+        self.profile_budget_s = None if profile_budget_s is None else float(profile_budget_s)
         self.output_cap = int(output_cap)
         self.os_sandbox = os_sandbox_default() if os_sandbox is None else bool(os_sandbox)
         self._closed = False
@@ -198,7 +209,7 @@ class Evaluator:
                      ascend_checks=ascend_checks, ascend_profile=ascend_profile, ascend_lower=ascend_lower,
                      profile_reps=profile_reps, profile_warmup=profile_warmup, output_cap=output_cap,
                      tmp_root=tmp_root, prefork=prefork, os_sandbox=self.os_sandbox, start=start,
-                     workers_per_device=workers_per_device),
+                     workers_per_device=workers_per_device, profile_budget_s=profile_budget_s),
                 address, actors, ray_options, cache, cache_dir,
             )  # fmt: skip
             return
@@ -372,6 +383,7 @@ class Evaluator:
             ascend_profile=self.ascend_profile,
             profile_reps=self.profile_reps,
             profile_warmup=self.profile_warmup,
+            profile_budget_s=self.profile_budget_s,
             device_share=device_share(self.backend, self.workers_per_device),
             static_warnings=list(report.warnings),
             kernels=sorted(set(report.kernels)),
@@ -507,7 +519,7 @@ class Evaluator:
                 "perf": bool(request.measure_performance),
                 "seed": request.seed,
                 "ascend": [self.ascend_checks, self.ascend_profile, self.ascend_lower],
-                "reps": [self.profile_reps, self.profile_warmup],
+                "reps": [self.profile_reps, self.profile_warmup, self.profile_budget_s],
                 "os_sandbox": self.os_sandbox,
                 # the timing stage's gate on cuda (evaluation/device_gate.py) changes how calls are timed
                 "timing_gate": os.environ.get("AKG_TIMING_GATE", "").strip().lower(),

@@ -27,6 +27,8 @@ class Job:
     ascend_profile: str = "910B3"
     profile_reps: int = 100
     profile_warmup: int = 3
+    #: bound the timed repetitions by time (see ``Evaluator(profile_budget_s=...)``); None: off
+    profile_budget_s: float | None = None
     static_warnings: list[str] = field(default_factory=list)
     kernels: list[str] = field(default_factory=list)
     #: dotted paths the static stage resolved (the child checks them against the live modules)

@@ -108,6 +108,8 @@ MAX_CUSHION_FILLS = 64
 #: last sample, counted in ``timing["host"]``)
 HOST_SHARE = 0.9
 HOST_RETRIES = 3
+#: the fewest timed rounds a time budget (``budget_s``) leaves a model pair
+MIN_BUDGET_REPS = 20
 #: at most this share of a model's timed calls is timed again in one measurement (a model that can
 #: tell a slow call on the host, by its inputs' placement say, and stalls its host then would
 #: otherwise choose its own samples); past it, an exposed call keeps its time
@@ -223,6 +225,7 @@ def time_side_by_side(
     clock: Callable[[], float] = time.perf_counter,
     quiet: Callable[[], Any] | None = None,
     gate: Any = None,
+    budget_s: float | None = None,
 ) -> TimingResult:
     """Time both models; ``run_*(k)`` load input set ``k`` (untimed) and return the call.
 
@@ -245,6 +248,13 @@ def time_side_by_side(
     times size the cushion. Its return value is kept as ``TimingResult.quiet``. With a ``gate``
     (:class:`.device_gate.DeviceGate`) the stream-mode cushion is one flush write and the gate,
     which holds the device until the call returned or for the cushion's length at most.
+
+    ``budget_s`` bounds the rounds by time: with one round of both models taking ``t`` seconds
+    on the quiet device (the fastest of the :data:`LEASE_WARMUP` calls), ``reps`` becomes
+    ``min(reps, max(MIN_BUDGET_REPS, ceil(budget_s / t)))``. Only slow models lose rounds: a
+    100-round default with a 2 s budget keeps every round of pairs under 20 ms. It bounds the
+    device's lease, which the slowest tasks hold for seconds (a 89 ms kernel: 15 s for 100
+    rounds of both models).
     """
     dev = device_module(device_type, clock)
     run_candidate = _keeping_stream(run_candidate, dev)
@@ -256,7 +266,11 @@ def time_side_by_side(
     warmed = time.perf_counter()
     granted = quiet() if quiet is not None else None
     leased = time.perf_counter()
-    host_p90_ms = _quantile(_host_times(run_candidate, run_reference, dev, LEASE_WARMUP), 0.9)
+    host_ms, round_s = _host_times(run_candidate, run_reference, dev, LEASE_WARMUP)
+    host_p90_ms = _quantile(host_ms, 0.9)
+    asked = reps
+    if budget_s is not None:
+        reps = budgeted_reps(reps, budget_s, min(round_s))
     mode = STREAM_MODE if count() == seen else SYNC_MODE
     target_ms = min(MAX_CUSHION_MS, max(cushion_target_ms, HOST_FACTOR * host_p90_ms))
     if device_type != "cpu":
@@ -295,6 +309,8 @@ def time_side_by_side(
     speedup = ref_ms / kernel_ms if kernel_ms > 0 else float("inf")
     details = {
         "reps": reps,
+        "reps_asked": asked,
+        "budget_s": budget_s,
         "warmup": warmup,
         "audit_rounds": len(audit_at),
         "input_sets": num_sets,
@@ -405,20 +421,32 @@ def _warm_up(
         i += 1
 
 
+def budgeted_reps(reps: int, budget_s: float, round_s: float) -> int:
+    """The rounds a time budget leaves: ``reps`` where they fit, else as many as fit, at least
+    :data:`MIN_BUDGET_REPS` (and never more than ``reps``)."""
+    if round_s <= 0 or reps * round_s <= budget_s:
+        return reps
+    return min(reps, max(MIN_BUDGET_REPS, math.ceil(budget_s / round_s)))
+
+
 def _host_times(
     run_candidate: Callable[[int], Any], run_reference: Callable[[int], Any], dev: Any, rounds: int
-) -> list[float]:
+) -> tuple[list[float], list[float]]:
     """The host's milliseconds of ``rounds`` calls of each model (on the warm-up's set): what the
-    cushion must cover. Taken on the quiet device, where the timed calls run."""
+    cushion must cover; and the wall seconds of each round of both calls, the device's work
+    included. Taken on the quiet device, where the timed calls run."""
     host: list[float] = []
-    for _ in range(rounds):
+    walls: list[float] = []
+    for _ in range(max(1, rounds)):
+        began = time.perf_counter()
         for prepare in (run_candidate, run_reference):
             call = prepare(-1)
             t0 = time.perf_counter()
             call()
             host.append((time.perf_counter() - t0) * 1e3)
         dev.synchronize()
-    return host
+        walls.append(time.perf_counter() - began)
+    return host, walls
 
 
 def cushion(dev: Any, flush: torch.Tensor, target_ms: float) -> tuple[int, float]:
@@ -749,6 +777,7 @@ def run_timing(
                 relocate=local_memory.move if local_memory is not None else None,
                 quiet=state.link.wait_quiet if state.link is not None else None,
                 gate=gate if device.type == "cuda" else None,
+                budget_s=job.profile_budget_s,
             )
     except StageError:
         raise

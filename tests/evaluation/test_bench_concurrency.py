@@ -31,6 +31,10 @@ def bench():
 def test_arguments(bench) -> None:
     args = bench.build_parser().parse_args([])
     assert args.backend == "cuda" and args.concurrency == [1, 2, 4, 8] and args.reps == 100
+    assert (
+        args.timing_budget_s is None
+        and bench.build_parser().parse_args(["--timing-budget-s", "2"]).timing_budget_s == 2
+    )
     assert args.budget_s < 540  # the whole script fits one 10-minute call
     args = bench.build_parser().parse_args(["--concurrency", "8,1,2,2", "--backend", "interpreter", "--dry"])
     assert args.concurrency == [1, 2, 8] and args.dry

@@ -56,9 +56,11 @@ def test_memory_is_short_below_a_tenth_or_four_gib() -> None:
     assert memory_short(13 * GIB, 140 * GIB) and not memory_short(15 * GIB, 140 * GIB)
 
 
-def _in_thread(gate: DeviceGate, exclusive: bool, entered: threading.Event, leave: threading.Event) -> threading.Thread:
+def _in_thread(
+    gate: DeviceGate, exclusive: bool, entered: threading.Event, leave: threading.Event, need: int | None = None
+) -> threading.Thread:
     def hold() -> None:
-        with gate.slot(exclusive=exclusive):
+        with gate.slot(exclusive=exclusive, need=need):
             entered.set()
             leave.wait(30)
 
@@ -112,20 +114,20 @@ def test_slots_are_admitted_by_bytes_next_to_those_running_and_one_alone_always_
     gate = DeviceGate(lambda: (100 * GIB, 100 * GIB), poll_s=0.01, workers=4)
     assert gate.room() == 87 * GIB
     big_in, big_out = threading.Event(), threading.Event()
-    big = _in_need(gate, 60 * GIB, big_in, big_out)
+    big = _in_thread(gate, False, big_in, big_out, need=60 * GIB)
     assert big_in.wait(10)
     small_in, small_out = threading.Event(), threading.Event()
-    small = _in_need(gate, 20 * GIB, small_in, small_out)
+    small = _in_thread(gate, False, small_in, small_out, need=20 * GIB)
     assert small_in.wait(10), "60 + 20 GiB fit the 87 GiB room"
     third_in, third_out = threading.Event(), threading.Event()
-    third = _in_need(gate, 10 * GIB, third_in, third_out)
+    third = _in_thread(gate, False, third_in, third_out, need=10 * GIB)
     assert not third_in.wait(0.3), "60 + 20 + 10 GiB do not fit"
     assert gate.memory_waits == 1
     small_out.set()
     assert third_in.wait(10)
     # an unknown need counts as a quarter of the room (21.75 GiB): 60 + 10 + 21.75 > 87
     unknown_in, unknown_out = threading.Event(), threading.Event()
-    unknown = _in_need(gate, None, unknown_in, unknown_out)
+    unknown = _in_thread(gate, False, unknown_in, unknown_out)
     assert not unknown_in.wait(0.3)
     third_out.set()
     assert unknown_in.wait(10)
@@ -146,7 +148,7 @@ def test_a_device_whose_memory_cannot_be_read_is_sized_by_its_assumed_total() ->
     with gate.slot(need=40 * GIB):
         entered = threading.Event()
         leave = threading.Event()
-        second = _in_need(gate, 30 * GIB, entered, leave)
+        second = _in_thread(gate, False, entered, leave, need=30 * GIB)
         assert not entered.wait(0.3)
     assert entered.wait(10)
     leave.set()
@@ -156,13 +158,13 @@ def test_a_device_whose_memory_cannot_be_read_is_sized_by_its_assumed_total() ->
 def test_a_slot_held_back_long_enough_is_not_overtaken_by_later_ones_that_fit() -> None:
     gate = DeviceGate(lambda: (100 * GIB, 100 * GIB), poll_s=0.01, workers=4, patience_s=0.2)
     a_in, a_out = threading.Event(), threading.Event()
-    a = _in_need(gate, 50 * GIB, a_in, a_out)
+    a = _in_thread(gate, False, a_in, a_out, need=50 * GIB)
     assert a_in.wait(10)
     big_in, big_out = threading.Event(), threading.Event()
-    big = _in_need(gate, 60 * GIB, big_in, big_out)  # waits for a
+    big = _in_thread(gate, False, big_in, big_out, need=60 * GIB)  # waits for a
     assert not big_in.wait(0.4)  # past its patience now
     late_in, late_out = threading.Event(), threading.Event()
-    late = _in_need(gate, 10 * GIB, late_in, late_out)  # would fit next to a, but queues behind big
+    late = _in_thread(gate, False, late_in, late_out, need=10 * GIB)  # would fit next to a, but queues behind big
     assert not late_in.wait(0.3)
     a_out.set()
     assert big_in.wait(10)
@@ -189,17 +191,6 @@ def test_an_exclusive_slot_waits_until_the_devices_free_memory_stops_rising() ->
     with gate.slot(exclusive=True) as alone:
         assert seen[-2:] == [70 * GIB, 70 * GIB], "it starts once two readings agree"
     assert alone.exclusive and not alone.had_neighbour
-
-
-def _in_need(gate: DeviceGate, need: int | None, entered: threading.Event, leave: threading.Event) -> threading.Thread:
-    def hold() -> None:
-        with gate.slot(need=need):
-            entered.set()
-            leave.wait(30)
-
-    thread = threading.Thread(target=hold, daemon=True)
-    thread.start()
-    return thread
 
 
 def test_slots_know_whether_they_had_a_neighbour() -> None:

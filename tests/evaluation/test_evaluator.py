@@ -165,6 +165,31 @@ def test_a_task_is_admitted_with_the_memory_its_last_evaluations_took(relu_task,
     assert asked == [prior, 8000 * MIB + 2 * CONTEXT_BYTES]
 
 
+def test_a_timing_budget_reaches_the_job_and_the_cache_key(relu_task, relu_solution) -> None:
+    for bad in (0, -1.0, float("nan"), float("inf"), "2"):
+        with pytest.raises(ValueError, match="profile_budget_s"):
+            Evaluator(backend="interpreter", profile_budget_s=bad, start=False)
+    jobs = []
+
+    def keep(handle, job, timeout, base):
+        jobs.append(job)
+        return EvalResult.from_dict(base.to_dict())
+
+    budgeted = Evaluator(backend="interpreter", workers=1, start=False, cache=False, profile_budget_s=2.0)
+    plain = Evaluator(backend="interpreter", workers=1, start=False, cache=False)
+    budgeted._run_on = plain._run_on = keep
+    request = EvalRequest(task=relu_task, code=relu_solution)
+    try:
+        budgeted.evaluate(request)
+        plain.evaluate(request)
+        assert [job.profile_budget_s for job in jobs] == [2.0, None]
+        keys = [ev._cache_key(request, "full", "h", 5) for ev in (budgeted, plain)]
+        assert keys[0] != keys[1]  # timed differently: never the same cache entry
+    finally:
+        budgeted.close()
+        plain.close()
+
+
 def test_an_out_of_memory_alone_on_the_device_is_the_candidates(relu_task, relu_solution) -> None:
     runs = FakeWorkerRuns({relu_solution}, together=1)
     ev = _two_worker_evaluator(runs)

@@ -178,6 +178,37 @@ def test_after_candidate_sees_the_input_set_of_its_round() -> None:
     assert 4 <= len(checked) <= 7 and all(0 <= k < 3 for k in checked)
 
 
+def test_a_time_budget_leaves_fast_pairs_every_round_and_slow_ones_at_least_the_minimum() -> None:
+    assert timing.budgeted_reps(100, 2.0, 0.001) == 100  # 0.1 s in all: fits
+    assert timing.budgeted_reps(100, 2.0, 0.05) == 40  # 5 s in all: as many as fit
+    assert timing.budgeted_reps(100, 2.0, 0.5) == timing.MIN_BUDGET_REPS  # never fewer than the minimum
+    assert timing.budgeted_reps(10, 0.001, 0.5) == 10  # nor more than asked
+    assert timing.budgeted_reps(100, 2.0, 0.0) == 100  # no reading: unchanged
+
+
+def test_the_budget_is_applied_from_the_pair_time_read_before_the_rounds() -> None:
+    """A 89 ms kernel's 100 rounds held an H100 for 15 s (2026-12-05): with a budget, a slow pair
+    gets fewer rounds, counted from its calls' wall time on the quiet device."""
+    import time
+
+    def sleeper(ms: float):
+        return lambda k: lambda: time.sleep(ms / 1e3)
+
+    kwargs = dict(device_type="cpu", num_sets=25, reps=25, warmup=1, audit_rounds=2, check_rounds=2,
+                  flush_bytes=1 << 12, warmup_s=0.0)  # fmt: skip
+    slow = timing.time_side_by_side(
+        sleeper(10), sleeper(1), lambda k: None, rng=random.Random(1), budget_s=0.05, **kwargs
+    )
+    assert slow.details["reps"] == timing.MIN_BUDGET_REPS and slow.details["reps_asked"] == 25
+    assert len(slow.details["kernel_ms_samples"]) == len(slow.details["ref_ms_samples"]) == timing.MIN_BUDGET_REPS
+    roomy = timing.time_side_by_side(
+        sleeper(1), sleeper(1), lambda k: None, rng=random.Random(1), budget_s=1e3, **kwargs
+    )
+    assert roomy.details["reps"] == 25 and roomy.details["budget_s"] == 1e3
+    plain = timing.time_side_by_side(sleeper(1), sleeper(1), lambda k: None, rng=random.Random(1), **kwargs)
+    assert plain.details["reps"] == 25 and plain.details["budget_s"] is None
+
+
 # --- the timing protocol itself, on a fake clock ----------------------------------------------------
 
 
