@@ -232,7 +232,7 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
         f"- command: `{meta['command']}`",
         f"- burst: {meta['tasks']} reference solutions + as many broken variants, profile {meta['profile']}, "
         f"cache off, {meta['reps']} timed reps per model"
-        + (f" (at most {meta['timing_budget_s']} s a pair)" if meta.get("timing_budget_s") else "")
+        + (f" (rounds bounded to {meta['timing_budget_s']} s)" if meta.get("timing_budget_s") else "")
         + f", Ascend checks {meta['ascend']}",
         f"- baseline: c={runs[0]['per_device']} {runs[0]['order']}" if runs else "- no run finished",
         "",
