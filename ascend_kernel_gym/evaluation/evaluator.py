@@ -176,7 +176,10 @@ class Evaluator:
         if profile_reps < 1 or profile_warmup < 0:
             raise ValueError("profile_reps must be >= 1 and profile_warmup >= 0")
         if profile_budget_s is not None and not (
-            isinstance(profile_budget_s, (int, float)) and math.isfinite(profile_budget_s) and profile_budget_s > 0
+            isinstance(profile_budget_s, (int, float))
+            and not isinstance(profile_budget_s, bool)
+            and math.isfinite(profile_budget_s)
+            and profile_budget_s > 0
         ):
             raise ValueError(f"profile_budget_s must be a positive number of seconds or None, got {profile_budget_s!r}")
         self.executor = executor

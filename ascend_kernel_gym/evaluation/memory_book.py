@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import statistics
 import threading
-import zlib
 from collections import deque
 
 from ascend_kernel_gym.evaluation.result import EvalResult
@@ -57,8 +56,8 @@ _DTYPE_BYTES = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2
 
 
 def task_key(task: Task, profile: str) -> str:
-    """The key a task's measurements are kept under."""
-    return f"{task.id}@{profile}#{zlib.crc32(task.source.encode('utf-8', 'replace')):08x}"
+    """The key a task's measurements are kept under (its content as the result cache names it)."""
+    return f"{task.id}@{profile}#{task.source_hash}"
 
 
 def task_bytes(task: Task, profile: str) -> int | None:

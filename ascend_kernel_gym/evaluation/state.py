@@ -14,13 +14,12 @@ from typing import Any, NoReturn
 from ascend_kernel_gym.evaluation.errors import StageError, record_failure
 from ascend_kernel_gym.evaluation.feedback import scrub_text
 from ascend_kernel_gym.evaluation.job import Job
+from ascend_kernel_gym.evaluation.memory_book import MIB
 from ascend_kernel_gym.evaluation.process import device_peak_bytes
 from ascend_kernel_gym.evaluation.recorder import Recorder
 from ascend_kernel_gym.evaluation.result import EvalResult, Stage, bound_result
 from ascend_kernel_gym.evaluation.snapshot import LibrarySnapshot
 from ascend_kernel_gym.evaluation.wire import OUTPUT_FILENAME, ZygoteLink, encode_result, write_all
-
-MIB = 1 << 20
 
 MAX_MESSAGE_CHARS = 4000
 

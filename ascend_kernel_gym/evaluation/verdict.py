@@ -10,6 +10,7 @@ from typing import Any
 
 from ascend_kernel_gym.evaluation.child_stream import ChildStream
 from ascend_kernel_gym.evaluation.device_lease import LeaseKeeper
+from ascend_kernel_gym.evaluation.memory_book import MIB
 
 
 def final_reply(run: ChildStream, job: Any, judge: Any, keeper: LeaseKeeper | None = None) -> dict[str, Any] | None:
@@ -86,7 +87,7 @@ def _note_reference_memory(result: Any, judge: Any) -> None:
         result.device_memory_mb["candidate"] = float(claimed)
     reported = getattr(judge, "device_bytes", None)
     if isinstance(reported, int):
-        result.device_memory_mb["reference"] = round(reported / (1 << 20), 1)
+        result.device_memory_mb["reference"] = round(reported / MIB, 1)
 
 
 def timeout_reply(run: ChildStream, job: Any, judge: Any) -> dict[str, Any]:

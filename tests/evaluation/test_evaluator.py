@@ -166,7 +166,7 @@ def test_a_task_is_admitted_with_the_memory_its_last_evaluations_took(relu_task,
 
 
 def test_a_timing_budget_reaches_the_job_and_the_cache_key(relu_task, relu_solution) -> None:
-    for bad in (0, -1.0, float("nan"), float("inf"), "2"):
+    for bad in (0, -1.0, float("nan"), float("inf"), "2", True):
         with pytest.raises(ValueError, match="profile_budget_s"):
             Evaluator(backend="interpreter", profile_budget_s=bad, start=False)
     jobs = []
