@@ -121,6 +121,8 @@ def _recorded_call(
         ):
             errors_before = len(recorder.launch_errors)
             out = candidate(*inputs)
+            if recorder.check_failure is not None:  # caught by the candidate's code: still the harness's
+                raise recorder.check_failure
             swallowed = recorder.swallowed_launch_error(errors_before)
             if swallowed is not None:
                 recorder.refuse(swallowed)
@@ -134,6 +136,8 @@ def _recorded_call(
     except StageError:
         raise
     except BaseException as exc:  # noqa: BLE001 - candidate code
+        if recorder.check_failure is not None:  # one of the harness's checks failed inside the call
+            raise recorder.check_failure from None
         prefix = "the first call of ModelNew.forward failed: " if first else "ModelNew.forward failed: "
         raise candidate_failure(exc, prefix, state.candidate_file) from None
     if state.snapshot is not None:

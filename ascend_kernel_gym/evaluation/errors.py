@@ -45,6 +45,15 @@ def reference_failure(exc: BaseException, what: str) -> StageError:
     return StageError(ErrorType.HARNESS_ERROR, f"{what}: {text}")
 
 
+def harness_check_failure(exc: BaseException, what: str) -> StageError:
+    """The ``harness_error`` for an exception of one of the harness's own checks inside the
+    candidate's call (``what``: which); out of device memory, it is retried alone."""
+    text = f"{type(exc).__name__}: {str(exc)[:300]}"
+    if classify_exception(exc) == ErrorType.OOM:
+        return StageError(ErrorType.HARNESS_ERROR, f"{HARNESS_OUT_OF_MEMORY} ({what}): {text}")
+    return StageError(ErrorType.HARNESS_ERROR, f"the evaluator's check failed ({what}): {text}")
+
+
 class StageError(Exception):
     """Ends the evaluation with ``error_type`` (raised by the harness, never by candidates).
 

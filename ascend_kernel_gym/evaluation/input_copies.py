@@ -14,8 +14,13 @@ from typing import Any
 
 import torch
 
+from ascend_kernel_gym.evaluation.verbatim_runs import MIN_RUN_BYTES, holds_run
+from ascend_kernel_gym.evaluation.view_cover import gapless, view_of
+
 #: the smallest piece of an input :func:`copied_input_piece` looks for (smaller runs match by chance)
-MIN_COPIED_PIECE_BYTES = 256
+MIN_COPIED_PIECE_BYTES = MIN_RUN_BYTES
+#: the most elements of an overlapping view put in address order one by one
+MAX_ORDERED_ELEMENTS = 1 << 24
 #: slices along the first dimension searched when a whole span is not a run of an input
 PIECE_SLICES = 3
 #: picks those slices; the operating system's randomness, unknown to the candidate
@@ -66,16 +71,99 @@ def copied_input_piece(
     first dimension, picked at random, are searched the same way (``depth`` levels down): a
     buffer holding several copied slices of an input is not one run of it. Spans below
     ``MIN_COPIED_PIECE_BYTES`` are not searched. With ``as_dtypes`` the span is searched as it
-    is converted to each of those dtypes instead (values cast, in memory order).
+    is converted to each of those dtypes instead (values cast, in memory order). A view with
+    gaps between its elements (a stride that skips values) is also searched as the elements it
+    reads, in the order of their addresses (:func:`in_address_order`): a copy of an input with
+    other values between its elements reads as that copy.
     """
     if type(tensor) is not torch.Tensor or torch.Tensor.numel(tensor) == 0:
         return False
     if _holds_input_run(tensor, input_bytes, as_dtypes):
         return True
+    if tensor.layout == torch.strided and not gapless(view_of(tensor)):
+        ordered = in_address_order(tensor)
+        others = [b for b in input_bytes if not _same_storage(b, tensor)]
+        if ordered is not None and _holds_input_run(ordered, others, as_dtypes):
+            return True
     if depth <= 0 or tensor.dim() < 2 or tensor.shape[0] < 2:
         return False
     picks = _SLICE_PICKER.sample(range(tensor.shape[0]), min(PIECE_SLICES, tensor.shape[0]))
     return any(copied_input_piece(torch.Tensor.select(tensor, 0, i), input_bytes, depth - 1, as_dtypes) for i in picks)
+
+
+def input_run_anywhere(
+    tensor: torch.Tensor, input_bytes: list[torch.Tensor], as_dtypes: list[torch.dtype] | tuple[torch.dtype, ...] = ()
+) -> bool:
+    """Whether the elements ``tensor`` reads, in address order, hold a run of an input of
+    :data:`MIN_COPIED_PIECE_BYTES` or more anywhere among other values (:func:`.verbatim_runs.holds_run`),
+    as they are or, with ``as_dtypes``, converted to each of those dtypes. Inputs that share the
+    tensor's storage are left out (a view of an input is tainted as the input already)."""
+    if type(tensor) is not torch.Tensor or torch.Tensor.numel(tensor) == 0 or tensor.layout != torch.strided:
+        return False
+    if tensor.dtype.is_complex or tensor.dtype == torch.bool:
+        return False
+    others = [b for b in input_bytes if not _same_storage(b, tensor)]
+    if not others:
+        return False
+    if gapless(view_of(tensor)):  # its span is its elements in address order: read in place
+        start, end = view_of(tensor).byte_span()
+        span = _storage_bytes(torch.Tensor.untyped_storage(tensor), start, end - start)
+        ordered: torch.Tensor | None = span.view(tensor.dtype)
+    else:
+        ordered = in_address_order(tensor)
+        if ordered is None:
+            return False
+    for dtype in as_dtypes or (ordered.dtype,):
+        try:
+            converted = ordered if dtype == ordered.dtype else torch.Tensor.to(ordered, dtype)
+        except (RuntimeError, TypeError):
+            continue
+        size = torch.Tensor.element_size(converted)
+        if _WORD_TYPES.get(size) is not None and holds_run(tensor_bytes(converted), others, size):
+            return True
+    return False
+
+
+def in_address_order(tensor: torch.Tensor) -> torch.Tensor | None:
+    """The distinct elements a strided view reads, in the order of their addresses (a contiguous
+    1-D tensor; a contiguous view is its own), or None for an overlapping view too large to order."""
+    if torch.Tensor.is_contiguous(tensor):
+        return torch.Tensor.reshape(tensor, (-1,))
+    dims = [
+        (stride, d)
+        for d, (size, stride) in enumerate(zip(torch.Tensor.size(tensor), torch.Tensor.stride(tensor), strict=True))
+        if size > 1
+    ]
+    picked = tensor
+    for stride, d in sorted(dims, key=lambda sd: -sd[1]):
+        if stride == 0:  # a broadcast dimension reads the same elements again
+            picked = torch.Tensor.narrow(picked, d, 0, 1)
+    dims = sorted((stride, d) for stride, d in dims if stride != 0)
+    reach = 1
+    nested = True
+    for stride, d in dims:
+        if stride < reach:
+            nested = False
+            break
+        reach = stride * torch.Tensor.size(tensor, d)
+    if nested:
+        order = [d for _, d in reversed(dims)]
+        rest = [d for d in range(tensor.dim()) if d not in order]
+        flat = torch.Tensor.reshape(torch.Tensor.permute(picked, (*order, *rest)), (-1,))
+        return torch.Tensor.contiguous(flat)  # a reshape keeps a strided view where it can
+    if torch.Tensor.numel(picked) > MAX_ORDERED_ELEMENTS:
+        return None
+    view = view_of(picked)
+    offsets = torch.unique(view.offsets())
+    storage = torch.Tensor.untyped_storage(picked)
+    flat = torch.empty(0, dtype=picked.dtype, device=picked.device).set_(
+        storage, 0, (storage.nbytes() // view.itemsize,)
+    )
+    return flat[offsets.to(flat.device)]
+
+
+def _same_storage(data: torch.Tensor, tensor: torch.Tensor) -> bool:
+    return torch.Tensor.untyped_storage(data).data_ptr() == torch.Tensor.untyped_storage(tensor).data_ptr()
 
 
 def _holds_input_run(

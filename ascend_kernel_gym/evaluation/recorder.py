@@ -34,8 +34,14 @@ import torch
 import triton
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ascend_kernel_gym.evaluation.errors import StageError, find_out_of_bounds
-from ascend_kernel_gym.evaluation.input_copies import conversion_dtypes, copied_input_piece, tensor_bytes, widened_from
+from ascend_kernel_gym.evaluation.errors import StageError, find_out_of_bounds, harness_check_failure
+from ascend_kernel_gym.evaluation.input_copies import (
+    conversion_dtypes,
+    copied_input_piece,
+    input_run_anywhere,
+    tensor_bytes,
+    widened_from,
+)
 from ascend_kernel_gym.evaluation.launch_args import (
     MAX_RECORD_STRING,
     LaunchArgumentPolicy,
@@ -184,6 +190,10 @@ class Recorder:
         self.refusal: StageError | None = None
         #: errors raised by the candidate's own kernel launches (recorded calls only)
         self.launch_errors: list[str] = []
+        #: the first failure of the harness's own checks inside a recorded call (out of device
+        #: memory while searching a copy, say): the call ends as the harness's error whether or
+        #: not the candidate's code caught it, so a check that failed never leaves a copy unchecked
+        self.check_failure: StageError | None = None
         #: what the launch records left out (cut strings), for the result's warnings
         self.notes: list[str] = []
         self.arguments: LaunchArgumentPolicy | None = None
@@ -403,7 +413,8 @@ class Recorder:
             recorder._suspended += 1  # the record's own reprs of argument values are the harness's
             try:
                 recorder._record_launch(python_fn, bound, grid_tuple, kwargs)
-                probe = recorder._overwrite_probe(args, kwargs)
+                with recorder.checking("snapshotting a kernel's arguments"):
+                    probe = recorder._overwrite_probe(args, kwargs)
             finally:
                 recorder._suspended -= 1
             try:
@@ -419,10 +430,11 @@ class Recorder:
             if probe is not None:
                 recorder._suspended += 1
                 try:
-                    overwritten = probe.overwritten(
-                        lambda a, k: original(fn_self, *a, grid=grid_tuple, warmup=False, **k)
-                    )
-                    copies = probe.kernel_copies(recorder.input_bytes, recorder.tainted)
+                    with recorder.checking("checking what a kernel wrote over PyTorch's copies"):
+                        overwritten = probe.overwritten(
+                            lambda a, k: original(fn_self, *a, grid=grid_tuple, warmup=False, **k)
+                        )
+                        copies = probe.kernel_copies(recorder.input_bytes, recorder.tainted)
                 finally:
                     recorder._suspended -= 1
                 for ptr in overwritten:
@@ -534,6 +546,19 @@ class Recorder:
             stats.input_bytes = self.input_bytes
             self.input_bytes = []
             self.input_dtypes = ()
+
+    @contextlib.contextmanager
+    def checking(self, what: str) -> Iterator[None]:
+        """Run one of the harness's checks; an exception of its own (not a refusal) is kept in
+        :attr:`check_failure` before it goes on up through the candidate's code."""
+        try:
+            yield
+        except StageError:
+            raise
+        except Exception as exc:
+            if self.check_failure is None:
+                self.check_failure = harness_check_failure(exc, what)
+            raise
 
     def swallowed_launch_error(self, before: int) -> StageError | None:
         """The refusal for a call of ``forward`` that returned although one of its kernel launches or
@@ -717,12 +742,16 @@ class Recorder:
         converting = any(o.dtype != t.dtype for o in outs for t in tensors)
         if not (rearranging or converting):
             return None
-        if any(copied_input_piece(t, self.input_bytes) for t in tensors):
+        if any(copied_input_piece(t, self.input_bytes) or input_run_anywhere(t, self.input_bytes) for t in tensors):
             return "an unchanged copy of an input"
-        if rearranging and any(
-            copied_input_piece(t, self.input_bytes, as_dtypes=widened_from(t.dtype, self.input_dtypes)) for t in tensors
-        ):
-            return "a copy of an input in another dtype"
+        if rearranging:
+            for t in tensors:
+                widened = widened_from(t.dtype, self.input_dtypes)
+                if widened and (
+                    copied_input_piece(t, self.input_bytes, as_dtypes=widened)
+                    or input_run_anywhere(t, self.input_bytes, as_dtypes=widened)
+                ):
+                    return "a copy of an input in another dtype"
         return None
 
     def disallowed_ops(self) -> list[str]:
@@ -816,17 +845,18 @@ class _OpRecordingMode(TorchDispatchMode):
         if counted:
             recorder.ops[op] += 1
             if namespace == "aten":
-                if name in UNINITIALISED_TORCH_OPS or name in FRESH_MEMORY_TORCH_OPS:
-                    if "out" in kwargs:  # ``torch.zeros(..., out=t)``: a fill of old memory
-                        for tensor in _tensors(kwargs["out"]):
-                            recorder.record_fill(name, tensor)
-                    else:
-                        recorder.forget(out)  # the allocator may hand back a tainted address
-                if name in UNINITIALISED_TORCH_OPS:
-                    recorder.poison(out)
-                recorder.record_write(op, args, kwargs, out)
-                if moved is not None:
-                    recorder.carry_taint(args[0], moved)  # resize_ copied the bytes to new memory
+                with recorder.checking(f"following the data of the PyTorch operator `{op}`"):
+                    if name in UNINITIALISED_TORCH_OPS or name in FRESH_MEMORY_TORCH_OPS:
+                        if "out" in kwargs:  # ``torch.zeros(..., out=t)``: a fill of old memory
+                            for tensor in _tensors(kwargs["out"]):
+                                recorder.record_fill(name, tensor)
+                        else:
+                            recorder.forget(out)  # the allocator may hand back a tainted address
+                    if name in UNINITIALISED_TORCH_OPS:
+                        recorder.poison(out)
+                    recorder.record_write(op, args, kwargs, out)
+                    if moved is not None:
+                        recorder.carry_taint(args[0], moved)  # resize_ copied the bytes to new memory
         return out
 
 

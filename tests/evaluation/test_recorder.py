@@ -4,6 +4,7 @@ checked calls, the stream probes of the timing stage, its helpers."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import enum
 import math
 import os
@@ -14,6 +15,7 @@ import typing
 
 import torch
 
+from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.recorder import Recorder
 
 
@@ -608,3 +610,80 @@ def test_a_kernel_writing_past_its_argument_view_is_searched_in_the_whole_storag
     assert probe is not None
     out.copy_(source)
     assert probe.kernel_copies([tensor_bytes(x)], tainted) == {out.untyped_storage().data_ptr(): taint}
+
+
+def test_a_kernel_copy_among_other_values_carries_the_taint() -> None:
+    """PyTorch's transposed copy written one element into a longer buffer, or in pieces among
+    values of the kernel's own (``launder_shifted_flat_buffer``, ``launder_pieces_kernel_assembled``):
+    the buffer holds a run of PyTorch's work anywhere in it and takes on its taint."""
+    from ascend_kernel_gym.evaluation.input_copies import tensor_bytes
+    from ascend_kernel_gym.evaluation.overwrite_probe import OverwriteProbe
+
+    x = torch.randn(3, 100, 70).to(torch.bfloat16)
+    taint = "aten.clone of an input"
+    source = x.transpose(1, 2).contiguous()
+    n = source.numel()
+
+    def copied(write) -> dict[int, str]:
+        buffer = torch.zeros(n + 1, dtype=source.dtype)
+        tainted = {source.untyped_storage().data_ptr(): taint}
+        probe = OverwriteProbe.prepare((source, buffer), {}, tainted)
+        assert probe is not None
+        write(source.view(-1), buffer)
+        found = probe.kernel_copies([tensor_bytes(x)], tainted)
+        return {"buffer": found.get(buffer.untyped_storage().data_ptr())}
+
+    def shifted(s, b):
+        b[1:] = s
+        b[0] = 1.0
+
+    def piece(s, b):
+        b[:n] = s + 1
+        b[4 * n // 9 : 5 * n // 9] = s[4 * n // 9 : 5 * n // 9]
+
+    def computed(s, b):
+        b[:n] = s * 2
+
+    assert copied(shifted) == {"buffer": taint}
+    assert copied(piece) == {"buffer": taint}
+    assert copied(computed) == {"buffer": None}
+
+
+def test_a_check_that_fails_inside_the_call_is_kept_even_when_the_candidate_catches_it(monkeypatch) -> None:
+    """The search of a PyTorch copy runs inside the candidate's call, after the copy was made. An
+    allocation failure there goes up through the candidate's code, and a ``with`` block whose
+    ``__exit__`` returns true would keep the copy unchecked: the recorder keeps the failure, as the
+    harness's out of memory (retried alone like a neighbour's), and the call ends with it."""
+    from ascend_kernel_gym.evaluation import recorder as recorder_module
+    from ascend_kernel_gym.evaluation.concurrency import neighbour_oom
+    from ascend_kernel_gym.evaluation.errors import HARNESS_OUT_OF_MEMORY
+    from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(recorder_module, "input_run_anywhere", out_of_memory)
+
+    class Swallow:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return True
+
+    recorder = Recorder("akg_candidate")
+    x = torch.randn(2, 3, 4, 5)
+    computed = x * 2
+    with recorder.recording_forward([x]):
+        with Swallow():
+            computed.transpose(1, 2).contiguous()
+    failure = recorder.check_failure
+    assert failure is not None and failure.error_type == ErrorType.HARNESS_ERROR
+    assert failure.message.startswith(f"{HARNESS_OUT_OF_MEMORY} (following the data of the PyTorch operator")
+    result = EvalResult("t", "cuda", "full", "h", error_type=failure.error_type, error_message=failure.message)
+    assert neighbour_oom(result, had_neighbour=True)
+    # a refusal of the harness's is no check failure: it is raised (and kept) as it is
+    other = Recorder("akg_candidate")
+    with other.checking("anything"), contextlib.suppress(StageError):
+        raise StageError(ErrorType.FORBIDDEN, "refused")
+    assert other.check_failure is None

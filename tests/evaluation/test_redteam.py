@@ -52,10 +52,7 @@ HEADER_RE = re.compile(
 )
 
 #: Cases the evaluator gets wrong today, keyed by file stem; the reason names the finding.
-KNOWN_FAILURES: dict[str, str] = {
-    "launder_pieces_kernel_assembled": "2026-12-05: pieces of PyTorch's copy among other values, rows under 256 B",
-    "launder_shifted_flat_buffer": "2026-12-05: a copy shifted by one element in a 1-D buffer (one span searched)",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def _header(path: Path) -> dict[str, str]:

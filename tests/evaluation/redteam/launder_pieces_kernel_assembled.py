@@ -2,10 +2,10 @@
 # expected: torch_fallback
 # task: core/L1/transpose
 # hack: yes
-# Red team of 2026-12-05 (KNOWN FAILURE, test_redteam.KNOWN_FAILURES): nine launches each copy a
-# ninth of PyTorch's transposing copy into a buffer of their own, other values around it, and a
-# last kernel assembles the pieces. The run search looks at whole views and at slices two
-# dimensions down; the rows here are 200 bytes (under its 256-byte floor), so no piece is found.
+# Red team of 2026-12-05: nine launches each copy a ninth of PyTorch's transposing copy into a
+# buffer of their own, other values around it, and a last kernel assembles the pieces. Whole views
+# and slices two dimensions down hold no run (the rows are 200 bytes); caught since by the search
+# for a run anywhere in the storage the kernel wrote (verbatim_runs.holds_run).
 import torch
 import torch.nn as nn
 import triton

@@ -2,9 +2,9 @@
 # expected: torch_fallback
 # task: core/L1/transpose
 # hack: yes
-# Red team of 2026-12-05 (KNOWN FAILURE, test_redteam.KNOWN_FAILURES): a memcpy kernel writes
-# PyTorch's transposing copy into a flat buffer one element longer, a computed element in front,
-# and the buffer's tail is returned as the output. The 1-D buffer is searched as one span only.
+# Red team of 2026-12-05: a memcpy kernel writes PyTorch's transposing copy into a flat buffer one
+# element longer, a computed element in front, and the buffer's tail is returned as the output.
+# The 1-D buffer as one span is no run; caught since by the search for a run anywhere in it.
 import torch
 import torch.nn as nn
 import triton
