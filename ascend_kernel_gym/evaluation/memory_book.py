@@ -8,8 +8,12 @@ per device fits the small tasks and not the large ones, so the gate (:class:`.co
 admits by bytes, with the need this book estimates for each evaluation:
 
 * **measured**: the largest need of the task's last :data:`WINDOW` evaluations on this
-  evaluator, each the peak device memory its candidate's child and its judging reference child
-  reserved (``EvalResult.device_memory_mb``) plus one device context for each;
+  evaluator that reached the timing stage, each the peak device memory its candidate's child
+  and its judging reference child reserved (``EvalResult.device_memory_mb``) plus one device
+  context for each, or of an evaluation that ended earlier when that took more. Evaluations
+  that ended early (a compile error, a wrong output) say little of what the next one that gets
+  to time will take: while a task has only those, its need is the larger of them and the prior
+  below;
 * **before any**: the task file's size (``Task.profile_elements``, read from its AST, times the
   size of its dtype) times a ratio, plus the contexts. The ratio is the median of measured need
   over size among the tasks measured so far (those of at least :data:`RATIO_MIN_BYTES`),
@@ -34,7 +38,7 @@ import statistics
 import threading
 from collections import deque
 
-from ascend_kernel_gym.evaluation.result import EvalResult
+from ascend_kernel_gym.evaluation.result import EvalResult, Stage
 from ascend_kernel_gym.tasks.task import Task
 
 MIB = 1 << 20
@@ -82,7 +86,10 @@ class MemoryBook:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        #: per task: the needs of its last evaluations that reached the timing stage, and of those
+        #: that ended before it
         self._needs: dict[str, deque[int]] = {}
+        self._early: dict[str, deque[int]] = {}
         self._ratios: dict[str, float] = {}
 
     def need(self, task: Task, profile: str) -> int | None:
@@ -90,11 +97,14 @@ class MemoryBook:
         key = task_key(task, profile)
         with self._lock:
             seen = self._needs.get(key)
+            early = max(self._early.get(key) or [0])
             if seen:
-                return max(seen)
+                return max(max(seen), early)
             ratio = self._ratio()
         size = task_bytes(task, profile)
-        return None if size is None else int(size * ratio) + 2 * CONTEXT_BYTES
+        if size is None:
+            return early or None
+        return max(early, int(size * ratio) + 2 * CONTEXT_BYTES)
 
     def observe(self, task: Task, profile: str, result: EvalResult) -> None:
         """Record what ``result``'s evaluation took (a result without a reading changes nothing)."""
@@ -104,6 +114,9 @@ class MemoryBook:
         key = task_key(task, profile)
         size = task_bytes(task, profile)
         with self._lock:
+            if result.stage not in (Stage.PERFORMANCE, Stage.DONE):
+                self._early.setdefault(key, deque(maxlen=WINDOW)).append(need)
+                return
             self._needs.setdefault(key, deque(maxlen=WINDOW)).append(need)
             if size is not None and size >= RATIO_MIN_BYTES:
                 ratio = (max(self._needs[key]) - 2 * CONTEXT_BYTES) / size

@@ -10,7 +10,7 @@ from ascend_kernel_gym.evaluation import EvalRequest, EvalResult, Evaluator
 from ascend_kernel_gym.evaluation.cache import ResultCache
 from ascend_kernel_gym.evaluation.concurrency import was_retried
 from ascend_kernel_gym.evaluation.memory_book import CONTEXT_BYTES, DEFAULT_RATIO, MIB, task_bytes
-from ascend_kernel_gym.evaluation.result import ErrorType
+from ascend_kernel_gym.evaluation.result import ErrorType, Stage
 
 
 @pytest.fixture
@@ -150,7 +150,7 @@ def test_a_task_is_admitted_with_the_memory_its_last_evaluations_took(relu_task,
 
     def measured(handle, job, timeout, base):
         result = EvalResult.from_dict(base.to_dict())
-        result.correct = True
+        result.correct, result.stage = True, Stage.DONE
         result.device_memory_mb = {"candidate": 3000.0, "reference": 5000.0}
         return result
 

@@ -13,7 +13,7 @@ from ascend_kernel_gym.evaluation.memory_book import (
     measured_need,
     task_bytes,
 )
-from ascend_kernel_gym.evaluation.result import EvalResult
+from ascend_kernel_gym.evaluation.result import EvalResult, Stage
 from ascend_kernel_gym.tasks.suite import get_task
 from ascend_kernel_gym.tasks.task import Task
 
@@ -27,9 +27,9 @@ def _task(name: str, elements: int | None, dtype: str = "float32", source: str =
     )  # fmt: skip
 
 
-def _result(candidate_mb: float | None, reference_mb: float | None) -> EvalResult:
+def _result(candidate_mb: float | None, reference_mb: float | None, stage: Stage = Stage.DONE) -> EvalResult:
     memory = {k: v for k, v in (("candidate", candidate_mb), ("reference", reference_mb)) if v is not None}
-    return EvalResult(task_id="t", backend="cuda", profile="full", code_hash="h", device_memory_mb=memory)
+    return EvalResult(task_id="t", backend="cuda", profile="full", code_hash="h", stage=stage, device_memory_mb=memory)
 
 
 def test_a_task_file_sizes_its_evaluation_before_any_is_measured() -> None:
@@ -80,3 +80,24 @@ def test_a_forged_reading_is_no_reading() -> None:
     assert measured_need(forged) is None
     forged.device_memory_mb = ["not", "a", "dict"]  # type: ignore[assignment]
     assert measured_need(forged) is None
+
+
+def test_evaluations_that_ended_early_do_not_lower_the_need() -> None:
+    """A compile error or a wrong output ends before the timing stage, whose buffers are the
+    candidate's largest: such readings never pull a task's need below the prior or below the
+    evaluations that did time, and count only when they took more."""
+    book, task = MemoryBook(), _task("a", 64 * MIB)
+    prior = book.need(task, "full")
+    for _ in range(WINDOW + 1):
+        book.observe(task, "full", _result(200.0, 800.0, Stage.COMPILE))
+    assert book.need(task, "full") == prior
+    book.observe(task, "full", _result(30000.0, 3000.0, Stage.CORRECTNESS))  # more than the prior
+    assert book.need(task, "full") == 33000 * MIB + 2 * CONTEXT_BYTES
+    timed = _task("b", 64 * MIB)
+    book.observe(timed, "full", _result(6000.0, 2000.0, Stage.DONE))
+    for _ in range(WINDOW + 1):
+        book.observe(timed, "full", _result(100.0, 2000.0, Stage.STATIC))
+    assert book.need(timed, "full") == 8000 * MIB + 2 * CONTEXT_BYTES
+    unsized = _task("c", None)
+    book.observe(unsized, "full", _result(100.0, 400.0, Stage.COMPILE))
+    assert book.need(unsized, "full") == 500 * MIB + 2 * CONTEXT_BYTES
