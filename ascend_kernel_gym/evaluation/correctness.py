@@ -199,6 +199,16 @@ def _copy_taint(stats: Any, tensors: list[torch.Tensor], placed: list[tuple[torc
                 f"the output holds data PyTorch moved without your kernel ({taint}); the output must be "
                 "written by your Triton kernel (casting or concatenating your kernels' results is fine)",
             )
+    for tensor, ptr in placed:
+        if stats.tainted.get(ptr) == "an input":
+            continue
+        what = stats.samples.found_in(tensor, stats.input_bytes)
+        if what is not None:
+            return StageError(
+                ErrorType.TORCH_FALLBACK,
+                f"the output holds data PyTorch moved without your kernel ({what}), passed on through other "
+                "memory or your kernels; the output must be computed by your Triton kernel",
+            )
     for tensor in tensors:
         if not torch.Tensor.is_contiguous(tensor) and copied_input_piece(tensor, stats.input_bytes):
             return StageError(

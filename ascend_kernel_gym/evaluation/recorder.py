@@ -34,6 +34,7 @@ import torch
 import triton
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from ascend_kernel_gym.evaluation.copy_samples import CopySamples
 from ascend_kernel_gym.evaluation.errors import StageError, find_out_of_bounds, harness_check_failure
 from ascend_kernel_gym.evaluation.input_copies import (
     conversion_dtypes,
@@ -178,6 +179,8 @@ class Recorder:
         self.input_bytes: list[torch.Tensor] = []
         #: dtypes a kernel's copy of an input could be converted back to (see ``conversion_dtypes``)
         self.input_dtypes: tuple[torch.dtype, ...] = ()
+        #: the current call's pieces of PyTorch's copies (``copy_samples``)
+        self.samples = CopySamples()
         #: called before every Triton launch (any module) when set: the timing stage uses it to
         #: see launches on a stream other than the timing stream
         self.stream_probe: Callable[[], None] | None = None
@@ -524,6 +527,7 @@ class Recorder:
         self._probes = 0
         self.tainted = {ptr: "an input" for ptr in _storage_ptrs(inputs)}
         self.taint_spans = {}
+        self.samples = stats.samples
         self.input_bytes = [tensor_bytes(t) for t in _tensors(inputs) if torch.Tensor.is_contiguous(t)]
         self.input_dtypes = conversion_dtypes(_tensors(inputs))
         self.recording = True
@@ -545,6 +549,7 @@ class Recorder:
             stats.taint_spans = {ptr: list(spans) for ptr, spans in self.taint_spans.items()}
             stats.input_bytes = self.input_bytes
             self.input_bytes = []
+            self.samples = CopySamples()
             self.input_dtypes = ()
 
     @contextlib.contextmanager
@@ -723,6 +728,7 @@ class Recorder:
             if tensor.layout == torch.strided:
                 ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
                 self.taint(ptr, f"aten.{name} of {source_taint}", view_of(tensor).byte_span())
+                self.samples.add(tensor, f"aten.{name} of {source_taint}")
 
     def _copied_input(self, name: str, sources: list[Any], targets: Any) -> str | None:
         """Whether a copy that rearranges or converts reads memory holding a verbatim piece of an input.
@@ -770,6 +776,8 @@ class _CallStats:
         self.taint_spans: dict[int, list[tuple[int, int]]] = {}
         #: uint8 views of the call's dense inputs (for :func:`copied_input_piece` on the output)
         self.input_bytes: list[torch.Tensor] = []
+        #: pieces of the PyTorch copies of tainted data made during the call, looked for in the output
+        self.samples = CopySamples()
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:

@@ -62,19 +62,25 @@ def holds_run(region: torch.Tensor, sources: list[torch.Tensor], size: int) -> b
 
     Sources on another device than the region, or shorter than one window, are skipped.
     """
+    return run_source(region, sources, size) is not None
+
+
+def run_source(region: torch.Tensor, sources: list[torch.Tensor], size: int) -> int | None:
+    """The index in ``sources`` of the first one a run of which :func:`holds_run` finds, or None."""
     if size not in WORD_TYPES:
         raise ValueError(f"a word is 1, 2, 4 or 8 bytes, not {size}")
     stride, length = window_words(size)
-    sources = [s for s in sources if s.device == region.device and s.numel() >= length * size]
-    if not sources or region.numel() < length * size:
-        return False
+    if region.numel() < length * size:
+        return None
     keys, places = _region_keys(region, size, stride, length)
     if keys.numel() == 0:
-        return False
+        return None
     keys, order = torch.sort(keys)
     places = places[order]
     verified = 0
-    for source in sources:
+    for index, source in enumerate(sources):
+        if source.device != region.device or source.numel() < length * size:
+            continue
         count = source.numel() // size - length + 1
         for first in range(0, count, CHUNK_WORDS):
             words = _words(source, first * size, min(CHUNK_WORDS, count - first) + length - 1, size)
@@ -87,12 +93,12 @@ def holds_run(region: torch.Tensor, sources: list[torch.Tensor], size: int) -> b
             regions = places[at[hits]]  # byte offsets of the region's windows with the same key
             for lo in range(0, hits.numel(), VERIFY_BATCH):
                 if verified >= MAX_VERIFIED:
-                    return False
+                    return None
                 batch = slice(lo, lo + VERIFY_BATCH)
                 verified += int(starts[batch].numel())
                 if _any_equal(region, regions[batch], source, starts[batch], length * size):
-                    return True
-    return False
+                    return index
+    return None
 
 
 def _region_keys(region: torch.Tensor, size: int, stride: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
