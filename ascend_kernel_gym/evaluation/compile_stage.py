@@ -29,7 +29,7 @@ from ascend_kernel_gym.evaluation.guard import SandboxGuard
 from ascend_kernel_gym.evaluation.inputs import device_redirect
 from ascend_kernel_gym.evaluation.livecheck import check_live_paths
 from ascend_kernel_gym.evaluation.process import library_dirs
-from ascend_kernel_gym.evaluation.recorder import Recorder
+from ascend_kernel_gym.evaluation.recorder import Recorder, moves_data_only
 from ascend_kernel_gym.evaluation.reference_model import ReferenceSlack, init_seed_of, load_reference
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.snapshot import LibrarySnapshot, check_snapshot, settle_lazy_imports
@@ -76,6 +76,7 @@ def run_compile(state: ChildState, device: torch.device, mark: PartTimer) -> Com
     loaded = load_reference(job, init_seed, device)
     task_module, init_inputs, reference = loaded.task_module, loaded.init_inputs, loaded.reference
     state.slack = ReferenceSlack(reference, device)
+    recorder.moving_task = moves_data_only(loaded.ops)
     result.profile = loaded.profile
     result.warnings.extend(loaded.warnings)
     mark("reference_check")

@@ -181,6 +181,9 @@ class Recorder:
         self.input_dtypes: tuple[torch.dtype, ...] = ()
         #: the current call's pieces of PyTorch's copies (``copy_samples``)
         self.samples = CopySamples()
+        #: the task only moves data (its reference computes nothing, :func:`moves_data_only`):
+        #: PyTorch may not rearrange or convert the kernels' data either
+        self.moving_task = False
         #: called before every Triton launch (any module) when set: the timing stage uses it to
         #: see launches on a stream other than the timing stream
         self.stream_probe: Callable[[], None] | None = None
@@ -723,6 +726,8 @@ class Recorder:
         if source_taint is None:
             source_taint = self._copied_input(name, sources, targets)
         if source_taint is None:
+            if self.moving_task and self._moves(name, sources, targets):
+                self.refuse(StageError(ErrorType.TORCH_FALLBACK, MOVED_BY_PYTORCH.format(op=f"aten.{name}")))
             return
         for tensor in _tensors(targets):
             if tensor.layout == torch.strided:
@@ -741,12 +746,8 @@ class Recorder:
         before PyTorch's transposing cast changed no value.
         """
         tensors = [t for t in _tensors(sources) if type(t) is torch.Tensor]
-        outs = _tensors(targets)
-        rearranging = name in REARRANGING_TORCH_OPS or not all(
-            type(t) is torch.Tensor and torch.Tensor.is_contiguous(t) for t in [*tensors, *outs]
-        )
-        converting = any(o.dtype != t.dtype for o in outs for t in tensors)
-        if not (rearranging or converting):
+        rearranging = self._rearranges(name, sources, targets)
+        if not (rearranging or self._converts(sources, targets)):
             return None
         if any(copied_input_piece(t, self.input_bytes) or input_run_anywhere(t, self.input_bytes) for t in tensors):
             return "an unchanged copy of an input"
@@ -759,6 +760,26 @@ class Recorder:
                 ):
                     return "a copy of an input in another dtype"
         return None
+
+    @staticmethod
+    def _rearranges(name: str, sources: list[Any], targets: Any) -> bool:
+        """A copy that rearranges: ``cat`` / ``stack`` / padding, or a strided view on either side."""
+        tensors = [t for t in _tensors(sources) if type(t) is torch.Tensor]
+        return name in REARRANGING_TORCH_OPS or not all(
+            type(t) is torch.Tensor and torch.Tensor.is_contiguous(t) for t in [*tensors, *_tensors(targets)]
+        )
+
+    @staticmethod
+    def _converts(sources: list[Any], targets: Any) -> bool:
+        """A copy that converts: another dtype on the target."""
+        tensors = [t for t in _tensors(sources) if type(t) is torch.Tensor]
+        return any(o.dtype != t.dtype for o in _tensors(targets) for t in tensors)
+
+    def _moves(self, name: str, sources: list[Any], targets: Any) -> bool:
+        """A copy that rearranges or converts data (of memory the kernels wrote, by the time it is asked)."""
+        if not _tensors(sources):
+            return False
+        return self._rearranges(name, sources, targets) or self._converts(sources, targets)
 
     def disallowed_ops(self) -> list[str]:
         """Operators seen during forward that compute (not allocation, view, metadata or copy)."""
@@ -788,6 +809,13 @@ def _tensors(value: Any) -> list[torch.Tensor]:
     return []
 
 
+#: the refusal of a PyTorch copy that rearranges or converts the kernels' data in a task that
+#: only moves data: PyTorch would do the task's whole work on data a kernel merely encoded
+#: (red team of 2026-12-05, ``launder_encoded_torch_transpose``)
+MOVED_BY_PYTORCH = (
+    "this task only moves data (its reference computes nothing), and PyTorch rearranged or converted data "
+    "inside ModelNew.forward ({op}): that is the task's whole work; do the data movement in your Triton kernel"
+)
 #: factory operators whose result is new memory (besides ``UNINITIALISED_TORCH_OPS``)
 FRESH_MEMORY_TORCH_OPS = frozenset(
     {"zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full", "arange"}
@@ -812,6 +840,12 @@ def _initial_value(value: Any) -> bool:
 
 def _storage_ptrs(value: Any) -> set[int]:
     return {torch.Tensor.untyped_storage(t).data_ptr() for t in _tensors(value)}
+
+
+def moves_data_only(ops: frozenset[str] | set[str]) -> bool:
+    """Whether a reference that dispatched ``ops`` only moves data (allocation, views, metadata and
+    copies, no operator that computes): its whole task is the data movement."""
+    return bool(ops) and all(is_allowed(op) for op in ops)
 
 
 def is_allowed(op: str) -> bool:

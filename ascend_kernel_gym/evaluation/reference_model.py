@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from ascend_kernel_gym.evaluation.compare import has_low_precision, outputs_close, precision_slack, upcast
 from ascend_kernel_gym.evaluation.errors import StageError, classify_exception, reference_failure
@@ -44,6 +45,8 @@ class LoadedReference:
     #: the profile evaluated (``full`` when the derived small sizes did not fit the task)
     profile: str
     warnings: list[str] = field(default_factory=list)
+    #: the operators one call of the reference dispatched (``aten.clone``, ...)
+    ops: frozenset[str] = frozenset()
 
 
 def init_seed_of(rng: random.Random) -> int:
@@ -67,8 +70,8 @@ def load_reference(job: Job, init_seed: int, device: torch.device) -> LoadedRefe
     atol, rtol = job.task.atol, job.task.rtol
     try:
         init_inputs, reference = build_reference(task_module, init_seed, device)
-        check_reference(task_module, reference, device, check_seed, atol, rtol)
-        return LoadedReference(task_module, init_inputs, reference, job.profile)
+        ops = check_reference(task_module, reference, device, check_seed, atol, rtol)
+        return LoadedReference(task_module, init_inputs, reference, job.profile, ops=ops)
     except TaskProblemError as problem:
         raise StageError(ErrorType.HARNESS_ERROR, f"the task cannot be evaluated: {problem}") from None
     except Exception as exc:  # noqa: BLE001
@@ -81,12 +84,12 @@ def load_reference(job: Job, init_seed: int, device: torch.device) -> LoadedRefe
     try:
         task_module = instantiate(job.task, "full")
         init_inputs, reference = build_reference(task_module, init_seed, device)
-        check_reference(task_module, reference, device, check_seed, atol, rtol)
+        ops = check_reference(task_module, reference, device, check_seed, atol, rtol)
     except TaskProblemError as problem:
         raise StageError(ErrorType.HARNESS_ERROR, f"the task cannot be evaluated: {problem}") from None
     except Exception as exc2:  # noqa: BLE001
         raise reference_failure(exc2, BUILD_FAILED) from None
-    return LoadedReference(task_module, init_inputs, reference, "full", [note])
+    return LoadedReference(task_module, init_inputs, reference, "full", [note], ops=ops)
 
 
 def build_reference(task_module: Any, init_seed: int, device: torch.device) -> tuple[list[Any], Any]:
@@ -102,17 +105,20 @@ def build_reference(task_module: Any, init_seed: int, device: torch.device) -> t
 
 def check_reference(
     task_module: Any, reference: Any, device: torch.device, seed: int, atol: float, rtol: float
-) -> None:
-    """Run the reference twice on one set of the task's own inputs, before any candidate code.
+) -> frozenset[str]:
+    """Run the reference twice on one set of the task's own inputs, before any candidate code;
+    returns the operators the second call dispatched (``aten.clone``, ...).
 
     A reference that raises here, returns what no candidate can return, or gives different
     outputs for the same inputs (dropout in training mode, an RNG it draws from) is the task's
     problem: reported as such instead of as the candidate's failure in every trial.
     """
     inputs = make_inputs(task_module, seed, "task", device)
+    names = _OperatorNames()
     with torch.no_grad(), device_redirect(device):
         first = detach_copy(reference(*clone_inputs(inputs)))
-        second = reference(*clone_inputs(inputs))
+        with names:
+            second = reference(*clone_inputs(inputs))
     unsupported = _unsupported_output(first)
     if unsupported:
         raise TaskProblemError(
@@ -124,6 +130,21 @@ def check_reference(
             "the reference model gives different outputs for the same inputs (random operations such as "
             "dropout in training mode, or an RNG it draws from), so no kernel can match it"
         )
+    return frozenset(names.seen)
+
+
+class _OperatorNames(TorchDispatchMode):
+    """Collects the names of the operators dispatched while it is on (``aten.clone``, ...)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+        packet = getattr(func, "overloadpacket", None)
+        name = getattr(packet, "__name__", None) or str(func).split(".")[1]
+        self.seen.add(f"{getattr(func, 'namespace', None) or str(func).split('.')[0]}.{name}")
+        return func(*args, **(kwargs or {}))
 
 
 def run_once(model: Any, inputs: list[Any], device: torch.device, aliased: list[bool] | None = None) -> Any:

@@ -687,3 +687,45 @@ def test_a_check_that_fails_inside_the_call_is_kept_even_when_the_candidate_catc
     with other.checking("anything"), contextlib.suppress(StageError):
         raise StageError(ErrorType.FORBIDDEN, "refused")
     assert other.check_failure is None
+
+
+def test_in_a_task_that_only_moves_data_pytorch_may_not_move_the_kernels_data() -> None:
+    """A kernel that XORs the input, PyTorch's transpose of that, and a kernel that XORs it back
+    (``launder_encoded_torch_transpose``): the copy PyTorch made holds no byte of the input. In a
+    task whose reference only moves data, a rearranging or converting PyTorch copy is the task's
+    work whatever it copies, and is refused; a plain copy is not, nor is anything in other tasks."""
+    from ascend_kernel_gym.evaluation.recorder import moves_data_only
+    from ascend_kernel_gym.evaluation.reference_model import build_reference, check_reference
+    from ascend_kernel_gym.evaluation.result import ErrorType
+    from ascend_kernel_gym.tasks import get_task
+    from ascend_kernel_gym.tasks.runtime import instantiate
+
+    cpu = torch.device("cpu")
+    ops = {}
+    for name in ("core/L1/transpose", "core/L1/relu", "core/L2/attention"):
+        module = instantiate(get_task(name), "small")
+        _, reference = build_reference(module, 3, cpu)
+        ops[name] = check_reference(module, reference, cpu, 5, 0.0, 0.0)
+    assert ops["core/L1/transpose"] >= {"aten.transpose", "aten.clone"}
+    assert moves_data_only(ops["core/L1/transpose"])
+    assert not moves_data_only(ops["core/L1/relu"]) and not moves_data_only(ops["core/L2/attention"])
+
+    x = torch.randn(2, 3, 70)
+    written = x.view(torch.int32) ^ 0x5A5A5A5A  # as a kernel writes it: outside the recorded operators
+    for moving, make, refused in (
+        (True, lambda: written.transpose(1, 2).contiguous(), True),
+        (True, lambda: written.to(torch.int64), True),
+        (True, lambda: torch.cat([written, written]), True),
+        (True, lambda: written.clone(), False),  # a plain copy moves nothing
+        (False, lambda: written.transpose(1, 2).contiguous(), False),
+    ):
+        recorder = Recorder("akg_candidate")
+        recorder.moving_task = moving
+        try:
+            with recorder.recording_forward([x]):
+                make()
+        except StageError as failure:
+            assert refused and failure.error_type == ErrorType.TORCH_FALLBACK and "only moves data" in failure.message
+            assert recorder.refusal is not None  # kept: a candidate that swallows it still ends with it
+        else:
+            assert not refused
