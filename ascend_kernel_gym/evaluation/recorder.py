@@ -717,6 +717,10 @@ class Recorder:
             for tensor in _tensors(targets):
                 self.record_fill(name, tensor)
             return
+        if self.moving_task and self._moves(name, sources, targets):
+            # the input's data as much as a kernel's: in pieces too small to sample, then encoded and
+            # decoded by kernels, PyTorch's moving of the input would leave no trace in the output
+            self.refuse(StageError(ErrorType.TORCH_FALLBACK, MOVED_BY_PYTORCH.format(op=f"aten.{name}")))
         source_taint = "Python data" if name.startswith("lift_fresh") and not _initial_value(out) else None
         for tensor in _tensors(sources):
             found = self.tensor_taint(tensor)
@@ -726,8 +730,6 @@ class Recorder:
         if source_taint is None:
             source_taint = self._copied_input(name, sources, targets)
         if source_taint is None:
-            if self.moving_task and self._moves(name, sources, targets):
-                self.refuse(StageError(ErrorType.TORCH_FALLBACK, MOVED_BY_PYTORCH.format(op=f"aten.{name}")))
             return
         for tensor in _tensors(targets):
             if tensor.layout == torch.strided:
@@ -776,7 +778,7 @@ class Recorder:
         return any(o.dtype != t.dtype for o in _tensors(targets) for t in tensors)
 
     def _moves(self, name: str, sources: list[Any], targets: Any) -> bool:
-        """A copy that rearranges or converts data (of memory the kernels wrote, by the time it is asked)."""
+        """A copy that rearranges or converts data."""
         if not _tensors(sources):
             return False
         return self._rearranges(name, sources, targets) or self._converts(sources, targets)

@@ -693,7 +693,8 @@ def test_in_a_task_that_only_moves_data_pytorch_may_not_move_the_kernels_data() 
     """A kernel that XORs the input, PyTorch's transpose of that, and a kernel that XORs it back
     (``launder_encoded_torch_transpose``): the copy PyTorch made holds no byte of the input. In a
     task whose reference only moves data, a rearranging or converting PyTorch copy is the task's
-    work whatever it copies, and is refused; a plain copy is not, nor is anything in other tasks."""
+    work whatever it copies (the input too: in pieces under 256 bytes no sample of it would be
+    kept), and is refused; a plain copy is not, nor is anything in other tasks."""
     from ascend_kernel_gym.evaluation.recorder import moves_data_only
     from ascend_kernel_gym.evaluation.reference_model import build_reference, check_reference
     from ascend_kernel_gym.evaluation.result import ErrorType
@@ -716,6 +717,7 @@ def test_in_a_task_that_only_moves_data_pytorch_may_not_move_the_kernels_data() 
         (True, lambda: written.transpose(1, 2).contiguous(), True),
         (True, lambda: written.to(torch.int64), True),
         (True, lambda: torch.cat([written, written]), True),
+        (True, lambda: x.transpose(1, 2).contiguous(), True),  # the input's own data: refused as well
         (True, lambda: written.clone(), False),  # a plain copy moves nothing
         (False, lambda: written.transpose(1, 2).contiguous(), False),
     ):
