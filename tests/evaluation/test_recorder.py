@@ -654,7 +654,7 @@ def test_a_check_that_fails_inside_the_call_is_kept_even_when_the_candidate_catc
     allocation failure there goes up through the candidate's code, and a ``with`` block whose
     ``__exit__`` returns true would keep the copy unchecked: the recorder keeps the failure, as the
     harness's out of memory (retried alone like a neighbour's), and the call ends with it."""
-    from ascend_kernel_gym.evaluation import recorder as recorder_module
+    from ascend_kernel_gym.evaluation import taint
     from ascend_kernel_gym.evaluation.concurrency import neighbour_oom
     from ascend_kernel_gym.evaluation.errors import HARNESS_OUT_OF_MEMORY
     from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult
@@ -662,7 +662,7 @@ def test_a_check_that_fails_inside_the_call_is_kept_even_when_the_candidate_catc
     def out_of_memory(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
-    monkeypatch.setattr(recorder_module, "input_run_anywhere", out_of_memory)
+    monkeypatch.setattr(taint, "input_run_anywhere", out_of_memory)
 
     class Swallow:
         def __enter__(self):

@@ -1,0 +1,239 @@
+"""Where the data in a candidate's call came from: the recorder's taint (child only).
+
+Storages of a call's inputs start out *tainted*; PyTorch's copies of tainted data are tainted in
+turn, kernels that copy such data verbatim hand the taint on (``overwrite_probe``), and an
+output holding tainted memory is PyTorch's work (``torch_fallback``, decided in the correctness
+stage). Fills are remembered per view. Every copy of tainted data also leaves pieces of itself
+(:mod:`.copy_samples`), looked for in the output whatever path the data took. In a task whose
+reference only moves data, PyTorch may not rearrange or convert data at all
+(:data:`MOVED_BY_PYTORCH`).
+
+:class:`TaintTracking` is the part of :class:`.recorder.Recorder` that keeps this; the recorder
+calls :meth:`TaintTracking.record_write` for every operator of the candidate's it dispatches.
+
+Imports torch: use only in evaluator children and tests.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+import torch
+
+from ascend_kernel_gym.evaluation.copy_samples import CopySamples
+from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.input_copies import copied_input_piece, input_run_anywhere, widened_from
+from ascend_kernel_gym.evaluation.result import ErrorType
+from ascend_kernel_gym.evaluation.sandbox_rules import DATA_TORCH_OPS, FILL_TORCH_OPS, REARRANGING_TORCH_OPS
+from ascend_kernel_gym.evaluation.view_cover import View, gapless, spans_meet, view_of
+
+#: the refusal of a PyTorch copy that rearranges or converts data in a task that only moves data:
+#: PyTorch would do the task's whole work, also on data a kernel merely encoded (red team of
+#: 2026-12-05, ``launder_encoded_torch_transpose``)
+MOVED_BY_PYTORCH = (
+    "this task only moves data (its reference computes nothing), and PyTorch rearranged or converted data "
+    "inside ModelNew.forward ({op}): that is the task's whole work; do the data movement in your Triton kernel"
+)
+
+
+def tensors_of(value: Any) -> list[torch.Tensor]:
+    """The tensors in ``value`` (a tensor, or tuples and lists of them), meta tensors left out."""
+    if isinstance(value, torch.Tensor):
+        return [value] if value.device.type != "meta" else []
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in tensors_of(item)]
+    return []
+
+
+def storage_ptrs_of(value: Any) -> set[int]:
+    """The storage pointers of the tensors in ``value``."""
+    return {torch.Tensor.untyped_storage(t).data_ptr() for t in tensors_of(value)}
+
+
+class TaintTracking:
+    """The taint of one recorder (see the module docstring); :meth:`_init_taint` sets it up."""
+
+    def _init_taint(self) -> None:
+        #: (operator, storage pointer, the view it filled) for the filling operators during the
+        #: current forward call
+        self.writes: list[tuple[str, int, View]] = []
+        #: storage pointer -> where its data came from (inputs, Python data) for this forward call
+        self.tainted: dict[int, str] = {}
+        #: storage pointer -> the byte spans that hold the tainted data, where that is not the whole
+        #: storage (a staging copy in one part of an allocation whose other part a kernel writes)
+        self.taint_spans: dict[int, list[tuple[int, int]]] = {}
+        #: the bytes of the current forward call's dense inputs (uint8 views of their memory)
+        self.input_bytes: list[torch.Tensor] = []
+        #: dtypes a kernel's copy of an input could be converted back to (see ``conversion_dtypes``)
+        self.input_dtypes: tuple[torch.dtype, ...] = ()
+        #: the current call's pieces of PyTorch's copies (``copy_samples``)
+        self.samples = CopySamples()
+        #: the task only moves data (its reference computes nothing, :func:`.recorder.moves_data_only`):
+        #: PyTorch may not rearrange or convert data in it
+        self.moving_task = False
+
+    def refuse(self, refusal: StageError) -> NoReturn:
+        """Raise ``refusal`` (the recorder keeps the first one)."""
+        raise refusal
+
+    def taint_of(self, value: Any) -> str | None:
+        """Where the data of ``value``'s storage came from, if it is tainted."""
+        return next((self.tainted[ptr] for ptr in storage_ptrs_of(value) if ptr in self.tainted), None)
+
+    def tensor_taint(self, tensor: torch.Tensor) -> str | None:
+        """The taint of the bytes ``tensor`` reaches (None: none of them is tainted)."""
+        if tensor.layout != torch.strided:
+            return None
+        ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
+        taint = self.tainted.get(ptr)
+        spans = self.taint_spans.get(ptr)
+        if taint is None or spans is None:
+            return taint
+        reach = view_of(tensor).byte_span()
+        return taint if any(spans_meet(span, reach) for span in spans) else None
+
+    def carry_taint(self, value: Any, taint: str) -> None:
+        """``value``'s storage now holds data tainted as ``taint`` (an operator moved it there)."""
+        for ptr in storage_ptrs_of(value):
+            self.taint(ptr, taint)
+
+    def taint(self, ptr: int, label: str, span: tuple[int, int] | None = None) -> None:
+        """Storage ``ptr`` holds tainted data: in the byte ``span`` of it, or (None) anywhere."""
+        whole = ptr in self.tainted and ptr not in self.taint_spans
+        self.tainted[ptr] = label
+        if span is None or whole:
+            self.taint_spans.pop(ptr, None)
+        else:
+            self.taint_spans.setdefault(ptr, []).append(span)
+
+    def record_fill(self, name: str, tensor: torch.Tensor) -> None:
+        """``tensor``'s elements were set to a constant (or made fresh in place): remembered with
+        the view, and the storage's taint dropped when the view covers every byte of it (counted
+        by the view's own geometry: an overlapping or strided view writes fewer bytes than it has
+        elements)."""
+        if tensor.layout != torch.strided:
+            return
+        storage = torch.Tensor.untyped_storage(tensor)
+        view = view_of(tensor)
+        self.writes.append((name, storage.data_ptr(), view))
+        if view.byte_span() == (0, storage.nbytes()) and gapless(view):
+            self.untaint(storage.data_ptr())
+
+    def untaint(self, ptr: int) -> None:
+        self.tainted.pop(ptr, None)
+        self.taint_spans.pop(ptr, None)
+
+    def forget(self, out: Any) -> None:
+        """Drop the taint of storages an allocation just returned (new memory, maybe at an old address)."""
+        for tensor in tensors_of(out):
+            if tensor.layout == torch.strided:  # sparse and other layouts have no single storage
+                self.untaint(torch.Tensor.untyped_storage(tensor).data_ptr())
+
+    def record_write(self, op: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+        """Track data PyTorch moves during forward.
+
+        Storages of the inputs are *tainted*; a data-carrying operator (copy, clone, cast, cat, ...)
+        whose source is tainted taints what it produces or writes, and ``torch.tensor(data)``
+        (``lift_fresh``) always taints (the data was computed in Python). Memory a kernel writes
+        is never tainted, so casting or concatenating kernel results is fine, while an output
+        that holds a PyTorch copy of the inputs is not. One exception: a copy that rearranges or
+        converts memory holding a verbatim piece of an input (``copied_input_piece``) is tainted,
+        so a kernel that only copies its input cannot hand the task's data movement (a transpose,
+        a permute, a concatenation) to PyTorch. Fills are remembered in ``writes`` with the view
+        they filled, and a copy's taint with the bytes it wrote (``taint_spans``): what decides is
+        what lands on the output's own elements, not on the rest of its allocation.
+        """
+        name = op.partition(".")[2]
+        if name not in DATA_TORCH_OPS and name not in FILL_TORCH_OPS:
+            return
+        if "out" in kwargs:
+            targets, sources = kwargs["out"], [*args, *(v for k, v in kwargs.items() if k != "out")]
+        elif name.endswith("_") and args:
+            targets, sources = args[0], [*args[1:], *kwargs.values()]
+        else:
+            targets, sources = out, [*args, *kwargs.values()]
+        if name in FILL_TORCH_OPS:
+            for tensor in tensors_of(targets):
+                self.record_fill(name, tensor)
+            return
+        if self.moving_task and self._moves(name, sources, targets):
+            # the input's data as much as a kernel's: in pieces too small to sample, then encoded and
+            # decoded by kernels, PyTorch's moving of the input would leave no trace in the output
+            self.refuse(StageError(ErrorType.TORCH_FALLBACK, MOVED_BY_PYTORCH.format(op=f"aten.{name}")))
+        source_taint = "Python data" if name.startswith("lift_fresh") and not _initial_value(out) else None
+        for tensor in tensors_of(sources):
+            found = self.tensor_taint(tensor)
+            if found is not None:
+                source_taint = found
+                break
+        if source_taint is None:
+            source_taint = self._copied_input(name, sources, targets)
+        if source_taint is None:
+            return
+        for tensor in tensors_of(targets):
+            if tensor.layout == torch.strided:
+                ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
+                self.taint(ptr, f"aten.{name} of {source_taint}", view_of(tensor).byte_span())
+                self.samples.add(tensor, f"aten.{name} of {source_taint}")
+
+    def _copied_input(self, name: str, sources: list[Any], targets: Any) -> str | None:
+        """Whether a copy that rearranges or converts reads memory holding a verbatim piece of an input.
+
+        Rearranging: a strided view on either side, or ``cat`` / ``stack`` / padding; converting:
+        another dtype on the target. A plain contiguous copy of the same dtype is left alone, so
+        an honest kernel whose result happens to equal an input is never refused for a clone. A
+        rearranging copy also counts when its source, converted back to an input's dtype, holds
+        such a piece: a kernel that only widened the input (fp16 to fp32, or its bits into int32)
+        before PyTorch's transposing cast changed no value.
+        """
+        tensors = [t for t in tensors_of(sources) if type(t) is torch.Tensor]
+        rearranging = self._rearranges(name, sources, targets)
+        if not (rearranging or self._converts(sources, targets)):
+            return None
+        if any(copied_input_piece(t, self.input_bytes) or input_run_anywhere(t, self.input_bytes) for t in tensors):
+            return "an unchanged copy of an input"
+        if rearranging:
+            for t in tensors:
+                widened = widened_from(t.dtype, self.input_dtypes)
+                if widened and (
+                    copied_input_piece(t, self.input_bytes, as_dtypes=widened)
+                    or input_run_anywhere(t, self.input_bytes, as_dtypes=widened)
+                ):
+                    return "a copy of an input in another dtype"
+        return None
+
+    @staticmethod
+    def _rearranges(name: str, sources: list[Any], targets: Any) -> bool:
+        """A copy that rearranges: ``cat`` / ``stack`` / padding, or a strided view on either side."""
+        tensors = [t for t in tensors_of(sources) if type(t) is torch.Tensor]
+        return name in REARRANGING_TORCH_OPS or not all(
+            type(t) is torch.Tensor and torch.Tensor.is_contiguous(t) for t in [*tensors, *tensors_of(targets)]
+        )
+
+    @staticmethod
+    def _converts(sources: list[Any], targets: Any) -> bool:
+        """A copy that converts: another dtype on the target."""
+        tensors = [t for t in tensors_of(sources) if type(t) is torch.Tensor]
+        return any(o.dtype != t.dtype for o in tensors_of(targets) for t in tensors)
+
+    def _moves(self, name: str, sources: list[Any], targets: Any) -> bool:
+        """A copy that rearranges or converts data."""
+        if not tensors_of(sources):
+            return False
+        return self._rearranges(name, sources, targets) or self._converts(sources, targets)
+
+
+def _initial_value(value: Any) -> bool:
+    """Whether ``value`` (what ``torch.tensor(data)`` made) holds one value an accumulator starts
+    from, in every element: 0, 1, an infinity or its dtype's extreme (``torch.tensor([0.0])``
+    before a kernel adds into it is a fill, not an answer computed in Python)."""
+    if not isinstance(value, torch.Tensor) or torch.Tensor.numel(value) == 0 or value.dtype == torch.bool:
+        return False
+    if value.dtype.is_complex:
+        return False
+    info = torch.finfo(value.dtype) if value.dtype.is_floating_point else torch.iinfo(value.dtype)
+    first = torch.Tensor.reshape(value, (-1,))[0]
+    if not bool(torch.all(torch.eq(value, first))):
+        return False
+    start = float(first)
+    return start in (0.0, 1.0, float("inf"), float("-inf"), float(info.min), float(info.max))
