@@ -696,20 +696,10 @@ def test_in_a_task_that_only_moves_data_pytorch_may_not_move_the_kernels_data() 
     work whatever it copies (the input too: in pieces under 256 bytes no sample of it would be
     kept), and is refused; a plain copy is not, nor is anything in other tasks."""
     from ascend_kernel_gym.evaluation.recorder import moves_data_only
-    from ascend_kernel_gym.evaluation.reference_model import build_reference, check_reference
     from ascend_kernel_gym.evaluation.result import ErrorType
-    from ascend_kernel_gym.tasks import get_task
-    from ascend_kernel_gym.tasks.runtime import instantiate
 
-    cpu = torch.device("cpu")
-    ops = {}
-    for name in ("core/L1/transpose", "core/L1/relu", "core/L2/attention"):
-        module = instantiate(get_task(name), "small")
-        _, reference = build_reference(module, 3, cpu)
-        ops[name] = check_reference(module, reference, cpu, 5, 0.0, 0.0)
-    assert ops["core/L1/transpose"] >= {"aten.transpose", "aten.clone"}
-    assert moves_data_only(ops["core/L1/transpose"])
-    assert not moves_data_only(ops["core/L1/relu"]) and not moves_data_only(ops["core/L2/attention"])
+    assert moves_data_only({"aten.transpose", "aten.clone"}) and moves_data_only({"aten.cat", "aten._to_copy"})
+    assert not moves_data_only({"aten.transpose", "aten.clone", "aten.mul"}) and not moves_data_only(set())
 
     x = torch.randn(2, 3, 70)
     written = x.view(torch.int32) ^ 0x5A5A5A5A  # as a kernel writes it: outside the recorded operators
