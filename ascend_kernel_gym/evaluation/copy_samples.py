@@ -4,12 +4,14 @@ The recorder's taint follows PyTorch's copies of input data through PyTorch's op
 through kernels that copy them verbatim. Two kernels that encode and decode the data (an XOR
 with a constant and back, a doubling and a halving) hand PyTorch's copy on with no verbatim step
 in between (red team of 2026-12-05, ``launder_xor_roundtrip``). What counts is what lands in the
-output, by whatever path: when PyTorch writes a copy of tainted data, :class:`CopySamples` keeps
-:data:`TILES_PER_COPY` pieces of it, :data:`TILE_BYTES` bytes each, at places the operating
-system's randomness picks; once the call has returned, each output is searched for them
-(:func:`.verbatim_runs.run_source`). A piece that is an unchanged run of an input is no
-evidence (an output may hold its input's data: a concatenation, an identity on some trial), and
-neither is a piece of one repeated value.
+output, by whatever path: when PyTorch writes a copy that rearranges tainted data,
+:class:`CopySamples` keeps :data:`TILES_PER_COPY` pieces of it, :data:`TILE_BYTES` bytes each, at
+places the operating system's randomness picks; once the call has returned, each output is
+searched for them (:func:`.verbatim_runs.run_source`). A piece that is an unchanged run of an
+input is no evidence (an output may hold its input's data: a concatenation, an identity on some
+trial), and neither is a piece of one repeated value. Copies that only convert leave no pieces
+(the recorder does not offer them): an honest elementwise kernel after a PyTorch upcast writes
+long runs of the upcast copy wherever it is the identity (ReLU on positive values).
 
 At most :data:`MAX_TILES` pieces are kept per call; past that, each new piece replaces a kept one
 at random (a reservoir sample), so a flood of copies of junk dilutes the sample but never stops it.

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ascend_kernel_gym.evaluation.verbatim_runs import MIN_RUN_BYTES, holds_run
+from ascend_kernel_gym.evaluation.verbatim_runs import MIN_RUN_BYTES
 from ascend_kernel_gym.evaluation.view_cover import gapless, view_of
 
 #: the smallest piece of an input :func:`copied_input_piece` looks for (smaller runs match by chance)
@@ -89,39 +89,6 @@ def copied_input_piece(
         return False
     picks = _SLICE_PICKER.sample(range(tensor.shape[0]), min(PIECE_SLICES, tensor.shape[0]))
     return any(copied_input_piece(torch.Tensor.select(tensor, 0, i), input_bytes, depth - 1, as_dtypes) for i in picks)
-
-
-def input_run_anywhere(
-    tensor: torch.Tensor, input_bytes: list[torch.Tensor], as_dtypes: list[torch.dtype] | tuple[torch.dtype, ...] = ()
-) -> bool:
-    """Whether the elements ``tensor`` reads, in address order, hold a run of an input of
-    :data:`MIN_COPIED_PIECE_BYTES` or more anywhere among other values (:func:`.verbatim_runs.holds_run`),
-    as they are or, with ``as_dtypes``, converted to each of those dtypes. Inputs that share the
-    tensor's storage are left out (a view of an input is tainted as the input already)."""
-    if type(tensor) is not torch.Tensor or torch.Tensor.numel(tensor) == 0 or tensor.layout != torch.strided:
-        return False
-    if tensor.dtype.is_complex or tensor.dtype == torch.bool:
-        return False
-    others = [b for b in input_bytes if not _same_storage(b, tensor)]
-    if not others:
-        return False
-    if gapless(view_of(tensor)):  # its span is its elements in address order: read in place
-        start, end = view_of(tensor).byte_span()
-        span = _storage_bytes(torch.Tensor.untyped_storage(tensor), start, end - start)
-        ordered: torch.Tensor | None = span.view(tensor.dtype)
-    else:
-        ordered = in_address_order(tensor)
-        if ordered is None:
-            return False
-    for dtype in as_dtypes or (ordered.dtype,):
-        try:
-            converted = ordered if dtype == ordered.dtype else torch.Tensor.to(ordered, dtype)
-        except (RuntimeError, TypeError):
-            continue
-        size = torch.Tensor.element_size(converted)
-        if _WORD_TYPES.get(size) is not None and holds_run(tensor_bytes(converted), others, size):
-            return True
-    return False
 
 
 def in_address_order(tensor: torch.Tensor) -> torch.Tensor | None:

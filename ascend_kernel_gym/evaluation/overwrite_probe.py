@@ -5,7 +5,8 @@ holding tainted memory is ``torch_fallback``. :class:`OverwriteProbe` refines th
 recorded launch of the candidate's own kernels that is given such memory: memory the kernel
 overwrote entirely, from other data, is PyTorch's no longer (``out = x.clone()`` as a lazy
 allocation before a kernel that writes all of ``out``), and memory the kernel filled with a
-verbatim run of PyTorch's rearranged or converted copy, anywhere in its storage, is PyTorch's work handed on.
+verbatim run of PyTorch's rearranged or converted copy is PyTorch's work handed on (a copy that reaches the
+output by a path with no verbatim step is :mod:`.copy_samples`'s).
 
 Imports torch: use only in evaluator children and tests.
 """
@@ -19,7 +20,6 @@ from typing import Any
 import torch
 
 from ascend_kernel_gym.evaluation.input_copies import copied_input_piece
-from ascend_kernel_gym.evaluation.verbatim_runs import WORD_TYPES, holds_run
 
 _PLAIN = (bool, int, float, str)
 
@@ -89,11 +89,7 @@ class OverwriteProbe:
             if ptr in found or _same_bytes(storage, self.snapshots[ptr][1]):
                 continue  # unchanged by the launch
             for source, whole, taint in sources:
-                if source != ptr and (
-                    copied_input_piece(tensor, [whole])
-                    or _storage_copies(tensor, whole)
-                    or _storage_holds_run(tensor, whole)
-                ):
+                if source != ptr and (copied_input_piece(tensor, [whole]) or _storage_copies(tensor, whole)):
                     found[ptr] = taint
                     break
         return found
@@ -178,18 +174,6 @@ def _storage_copies(tensor: torch.Tensor, source_bytes: torch.Tensor) -> bool:
     if torch.Tensor.numel(whole) == torch.Tensor.numel(tensor):
         return False  # the view already spans it: searched as it is
     return copied_input_piece(whole, [source_bytes])
-
-
-def _storage_holds_run(tensor: torch.Tensor, source_bytes: torch.Tensor) -> bool:
-    """Whether ``tensor``'s storage holds a verbatim run of the source anywhere, among other values
-    (a copy shifted by a value in front, or pieces of it around values of the kernel's own: red
-    team of 2026-12-05, ``launder_shifted_flat_buffer``, ``launder_pieces_kernel_assembled``)."""
-    storage = torch.Tensor.untyped_storage(tensor)
-    size = torch.Tensor.element_size(tensor)
-    if size not in WORD_TYPES:
-        return False
-    region = torch.empty(0, dtype=torch.uint8, device=tensor.device).set_(storage, 0, (storage.nbytes(),))
-    return holds_run(region, [source_bytes], size)
 
 
 def _nested_tensors(value: Any, depth: int = 0) -> list[torch.Tensor] | None:

@@ -22,7 +22,7 @@ import torch
 
 from ascend_kernel_gym.evaluation.copy_samples import CopySamples
 from ascend_kernel_gym.evaluation.errors import StageError
-from ascend_kernel_gym.evaluation.input_copies import copied_input_piece, input_run_anywhere, widened_from
+from ascend_kernel_gym.evaluation.input_copies import copied_input_piece, widened_from
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.sandbox_rules import DATA_TORCH_OPS, FILL_TORCH_OPS, REARRANGING_TORCH_OPS
 from ascend_kernel_gym.evaluation.view_cover import View, gapless, spans_meet, view_of
@@ -170,11 +170,17 @@ class TaintTracking:
             source_taint = self._copied_input(name, sources, targets)
         if source_taint is None:
             return
+        # Only rearranged data leaves pieces: a conversion alone (an upcast before an elementwise
+        # kernel that is the identity on part of the values, as relu on positive inputs) is honest
+        # code whose output may hold long runs of it, and laundering a conversion gains a task
+        # nothing but a conversion, which the data-movement rule refuses.
+        rearranging = self._rearranges(name, sources, targets)
         for tensor in tensors_of(targets):
             if tensor.layout == torch.strided:
                 ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
                 self.taint(ptr, f"aten.{name} of {source_taint}", view_of(tensor).byte_span())
-                self.samples.add(tensor, f"aten.{name} of {source_taint}")
+                if rearranging:
+                    self.samples.add(tensor, f"aten.{name} of {source_taint}")
 
     def _copied_input(self, name: str, sources: list[Any], targets: Any) -> str | None:
         """Whether a copy that rearranges or converts reads memory holding a verbatim piece of an input.
@@ -190,16 +196,12 @@ class TaintTracking:
         rearranging = self._rearranges(name, sources, targets)
         if not (rearranging or self._converts(sources, targets)):
             return None
-        if any(copied_input_piece(t, self.input_bytes) or input_run_anywhere(t, self.input_bytes) for t in tensors):
+        if any(copied_input_piece(t, self.input_bytes) for t in tensors):
             return "an unchanged copy of an input"
-        if rearranging:
-            for t in tensors:
-                widened = widened_from(t.dtype, self.input_dtypes)
-                if widened and (
-                    copied_input_piece(t, self.input_bytes, as_dtypes=widened)
-                    or input_run_anywhere(t, self.input_bytes, as_dtypes=widened)
-                ):
-                    return "a copy of an input in another dtype"
+        if rearranging and any(
+            copied_input_piece(t, self.input_bytes, as_dtypes=widened_from(t.dtype, self.input_dtypes)) for t in tensors
+        ):
+            return "a copy of an input in another dtype"
         return None
 
     @staticmethod

@@ -1,9 +1,10 @@
 """Whether one piece of memory holds a verbatim run of another anywhere in it.
 
-:func:`.input_copies.copied_input_piece` asks whether a span *as a whole* is a run of an input. A
-buffer that holds the copied data among other values (a value in front, pieces with other
-values around them) is no such span, while its copied part still carries the data on (red team
-of 2026-12-05: ``launder_shifted_flat_buffer``, ``launder_pieces_kernel_assembled``).
+:func:`.input_copies.copied_input_piece` asks whether a span *as a whole* is a run of an input. An
+output that holds PyTorch's copy among other values (a value in front, pieces with other values
+around them) is no such span; :mod:`.copy_samples` looks for pieces of PyTorch's copies in the
+output with this module (red team of 2026-12-05: ``launder_shifted_flat_buffer``,
+``launder_pieces_kernel_assembled``, and copies encoded and decoded by kernels).
 :func:`holds_run` finds a run of at least :data:`MIN_RUN_BYTES` of a source anywhere in a region,
 at any byte offset of the region against any element offset of the source:
 

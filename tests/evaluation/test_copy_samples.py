@@ -52,3 +52,25 @@ def test_a_flood_of_copies_keeps_a_bounded_random_sample(monkeypatch: pytest.Mon
         samples.add(torch.randn(4096), f"copy {i}")
     assert len(samples.tiles) == 40 and samples.offered == 20 * TILES_PER_COPY
     assert len({what for _, _, what in samples.tiles}) > 3  # later copies replaced earlier pieces
+
+
+def test_pieces_among_other_values_and_a_shifted_copy_are_found() -> None:
+    """The layouts of the two red-team cheats once marked as known failures: a ninth of the copy
+    among computed values in each of nine buffers, then assembled; the copy one element into a
+    longer flat buffer, whose tail is the output."""
+    x = torch.randn(3, 100, 70).to(torch.bfloat16)
+    samples = CopySamples()
+    copied = x.transpose(1, 2).contiguous()
+    samples.add(copied, "aten.clone of an input")
+    flat = copied.view(-1)
+    n = flat.numel()
+    assembled = torch.empty_like(flat)
+    for i in range(9):
+        lo, hi = i * n // 9, (i + 1) * n // 9
+        piece = flat + 1
+        piece[lo:hi] = flat[lo:hi]
+        assembled[lo:hi] = piece[lo:hi]
+    assert samples.found_in(assembled, [tensor_bytes(x)]) == "aten.clone of an input"
+    shifted = torch.empty(n + 1, dtype=flat.dtype)
+    shifted[0], shifted[1:] = 1.0, flat
+    assert samples.found_in(shifted[1:], [tensor_bytes(x)]) == "aten.clone of an input"

@@ -60,25 +60,3 @@ def test_views_with_gaps_are_searched_in_address_order() -> None:
     flat = torch.arange(10.0)
     windows = flat.as_strided((4, 4), (2, 1))  # elements 0..9, some read twice
     assert torch.equal(in_address_order(windows), flat)
-
-
-def test_runs_of_an_input_among_other_values_are_found_anywhere() -> None:
-    """input_run_anywhere: a run of MIN_COPIED_PIECE_BYTES anywhere in what a view reads, also
-    converted; a view of the input itself is left to the input's own taint."""
-    from ascend_kernel_gym.evaluation.input_copies import MIN_COPIED_PIECE_BYTES, input_run_anywhere
-
-    x = torch.randn(4, 64, 48)
-    inputs = [tensor_bytes(x)]
-    buffer = torch.randn(2, 100, 48)
-    buffer[1, 30:40] = x[2, 5:15]  # 1920 bytes of x among computed values
-    assert input_run_anywhere(buffer.transpose(1, 2), inputs)
-    assert not input_run_anywhere((buffer * 2).transpose(1, 2), inputs)
-    assert not input_run_anywhere(x.transpose(1, 2), inputs)  # the input itself
-    short = torch.randn(1000)
-    short[10 : 10 + MIN_COPIED_PIECE_BYTES // 8] = x.reshape(-1)[:32]  # 128 bytes
-    assert not input_run_anywhere(short, inputs)
-    half = x.to(torch.bfloat16)
-    widened = torch.randn(2, 100, 48)
-    widened[1, 30:40] = half[2, 5:15].float()
-    assert not input_run_anywhere(widened, [tensor_bytes(half)])
-    assert input_run_anywhere(widened, [tensor_bytes(half)], as_dtypes=[torch.bfloat16])

@@ -612,43 +612,6 @@ def test_a_kernel_writing_past_its_argument_view_is_searched_in_the_whole_storag
     assert probe.kernel_copies([tensor_bytes(x)], tainted) == {out.untyped_storage().data_ptr(): taint}
 
 
-def test_a_kernel_copy_among_other_values_carries_the_taint() -> None:
-    """PyTorch's transposed copy written one element into a longer buffer, or in pieces among
-    values of the kernel's own (``launder_shifted_flat_buffer``, ``launder_pieces_kernel_assembled``):
-    the buffer holds a run of PyTorch's work anywhere in it and takes on its taint."""
-    from ascend_kernel_gym.evaluation.input_copies import tensor_bytes
-    from ascend_kernel_gym.evaluation.overwrite_probe import OverwriteProbe
-
-    x = torch.randn(3, 100, 70).to(torch.bfloat16)
-    taint = "aten.clone of an input"
-    source = x.transpose(1, 2).contiguous()
-    n = source.numel()
-
-    def copied(write) -> dict[int, str]:
-        buffer = torch.zeros(n + 1, dtype=source.dtype)
-        tainted = {source.untyped_storage().data_ptr(): taint}
-        probe = OverwriteProbe.prepare((source, buffer), {}, tainted)
-        assert probe is not None
-        write(source.view(-1), buffer)
-        found = probe.kernel_copies([tensor_bytes(x)], tainted)
-        return {"buffer": found.get(buffer.untyped_storage().data_ptr())}
-
-    def shifted(s, b):
-        b[1:] = s
-        b[0] = 1.0
-
-    def piece(s, b):
-        b[:n] = s + 1
-        b[4 * n // 9 : 5 * n // 9] = s[4 * n // 9 : 5 * n // 9]
-
-    def computed(s, b):
-        b[:n] = s * 2
-
-    assert copied(shifted) == {"buffer": taint}
-    assert copied(piece) == {"buffer": taint}
-    assert copied(computed) == {"buffer": None}
-
-
 def test_a_check_that_fails_inside_the_call_is_kept_even_when_the_candidate_catches_it(monkeypatch) -> None:
     """The search of a PyTorch copy runs inside the candidate's call, after the copy was made. An
     allocation failure there goes up through the candidate's code, and a ``with`` block whose
@@ -662,7 +625,7 @@ def test_a_check_that_fails_inside_the_call_is_kept_even_when_the_candidate_catc
     def out_of_memory(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
-    monkeypatch.setattr(taint, "input_run_anywhere", out_of_memory)
+    monkeypatch.setattr(taint, "copied_input_piece", out_of_memory)
 
     class Swallow:
         def __enter__(self):
@@ -721,3 +684,21 @@ def test_in_a_task_that_only_moves_data_pytorch_may_not_move_the_kernels_data() 
             assert recorder.refusal is not None  # kept: a candidate that swallows it still ends with it
         else:
             assert not refused
+
+
+def test_only_rearranged_copies_leave_pieces_for_the_output_check() -> None:
+    """A transposing copy of the input leaves pieces (copy_samples); an upcast does not: an honest
+    kernel that is the identity on part of the values (relu on mostly positive inputs, after a
+    PyTorch upcast) writes long runs of the upcast copy, and laundering a conversion gains nothing
+    but a conversion, which the data-movement rule refuses."""
+    x = torch.randn(4, 64, 48) + 2.0
+    recorder = Recorder("akg_candidate")
+    with recorder.recording_forward([x]) as stats:
+        widened = x.to(torch.float64)
+    assert stats.tainted.get(widened.untyped_storage().data_ptr()) == "aten._to_copy of an input"
+    assert stats.samples.tiles == []
+    with recorder.recording_forward([x]) as stats:
+        moved = x.transpose(1, 2).contiguous()
+    assert stats.samples.tiles and {what for _, _, what in stats.samples.tiles} == {"aten.clone of an input"}
+    relu_like = torch.where(moved > 0, moved, torch.zeros_like(moved))  # written as a kernel would
+    assert stats.samples.found_in(relu_like, stats.input_bytes) == "aten.clone of an input"

@@ -4,8 +4,8 @@
 # hack: yes
 # Red team of 2026-12-05: nine launches each copy a ninth of PyTorch's transposing copy into a
 # buffer of their own, other values around it, and a last kernel assembles the pieces. Whole views
-# and slices two dimensions down hold no run (the rows are 200 bytes); caught since by the search
-# for a run anywhere in the storage the kernel wrote (verbatim_runs.holds_run).
+# and slices two dimensions down hold no run (the rows are 200 bytes). Caught since: the task only
+# moves data, so PyTorch's transpose is refused; elsewhere the output's pieces of it would be.
 import torch
 import torch.nn as nn
 import triton

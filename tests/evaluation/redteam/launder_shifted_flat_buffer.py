@@ -4,7 +4,8 @@
 # hack: yes
 # Red team of 2026-12-05: a memcpy kernel writes PyTorch's transposing copy into a flat buffer one
 # element longer, a computed element in front, and the buffer's tail is returned as the output.
-# The 1-D buffer as one span is no run; caught since by the search for a run anywhere in it.
+# The 1-D buffer as one span is no run. Caught since: the task only moves data, so PyTorch's
+# transpose is refused; elsewhere the output's pieces of it (copy_samples) would be.
 import torch
 import torch.nn as nn
 import triton
