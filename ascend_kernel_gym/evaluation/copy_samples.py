@@ -7,9 +7,9 @@ in between (red team of 2026-12-05, ``launder_xor_roundtrip``). What counts is w
 output, by whatever path: when PyTorch writes a copy that rearranges tainted data,
 :class:`CopySamples` keeps :data:`TILES_PER_COPY` pieces of it, :data:`TILE_BYTES` bytes each, at
 places the operating system's randomness picks; once the call has returned, each output is
-searched for them (:func:`.verbatim_runs.run_source`). A piece that is an unchanged run of an
-input is no evidence (an output may hold its input's data: a concatenation, an identity on some
-trial), and neither is a piece of one repeated value. Copies that only convert leave no pieces
+searched for them (:class:`.verbatim_runs.RunIndex`, the output keyed once). A piece that is an
+unchanged run of an input is no evidence (an output may hold its input's data: a concatenation,
+an identity on some trial), and neither is a piece of one repeated value. Copies that only convert leave no pieces
 (the recorder does not offer them): an honest elementwise kernel after a PyTorch upcast writes
 long runs of the upcast copy wherever it is the identity (ReLU on positive values).
 
@@ -25,7 +25,7 @@ import random
 
 import torch
 
-from ascend_kernel_gym.evaluation.verbatim_runs import MIN_RUN_BYTES, WORD_TYPES, holds_run, run_source
+from ascend_kernel_gym.evaluation.verbatim_runs import MIN_RUN_BYTES, WORD_TYPES, RunIndex, holds_run
 from ascend_kernel_gym.evaluation.view_cover import view_of
 
 #: pieces kept of each copy
@@ -89,10 +89,13 @@ class CopySamples:
         region = torch.empty(0, dtype=torch.uint8, device=output.device).set_(storage, start, (end - start,))
         for size in sorted({size for _, size, _ in self.tiles}):
             kept = [(t, what) for t, t_size, what in self.tiles if t_size == size and t.device == region.device]
-            if not kept or run_source(region, [torch.cat([tile for tile, _ in kept])], size) is None:
+            if not kept:
+                continue
+            index = RunIndex(region, size)
+            if index.find([torch.cat([tile for tile, _ in kept])]) is None:
                 continue
             # Something matched: which pieces, leaving out those that are an input's own data.
             for tile, what in kept:
-                if holds_run(region, [tile], size) and not holds_run(tile, input_bytes, size):
+                if index.find([tile]) is not None and not holds_run(tile, input_bytes, size):
                     return what
         return None

@@ -45,12 +45,19 @@ def reference_failure(exc: BaseException, what: str) -> StageError:
     return StageError(ErrorType.HARNESS_ERROR, f"{what}: {text}")
 
 
+def harness_out_of_memory(what: str, text: str) -> StageError:
+    """The ``harness_error`` for an allocation of the harness's own that failed (``what``: where;
+    ``text``: the exception): the device was full, the neighbours' doing when it is shared, and
+    the evaluation is retried alone (:func:`.concurrency.neighbour_oom`)."""
+    return StageError(ErrorType.HARNESS_ERROR, f"{HARNESS_OUT_OF_MEMORY} ({what}): {text}")
+
+
 def harness_check_failure(exc: BaseException, what: str) -> StageError:
     """The ``harness_error`` for an exception of one of the harness's own checks inside the
     candidate's call (``what``: which); out of device memory, it is retried alone."""
     text = f"{type(exc).__name__}: {str(exc)[:300]}"
     if classify_exception(exc) == ErrorType.OOM:
-        return StageError(ErrorType.HARNESS_ERROR, f"{HARNESS_OUT_OF_MEMORY} ({what}): {text}")
+        return harness_out_of_memory(what, text)
     return StageError(ErrorType.HARNESS_ERROR, f"the evaluator's check failed ({what}): {text}")
 
 

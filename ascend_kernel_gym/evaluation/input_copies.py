@@ -102,7 +102,7 @@ def in_address_order(tensor: torch.Tensor) -> torch.Tensor | None:
         if size > 1
     ]
     picked = tensor
-    for stride, d in sorted(dims, key=lambda sd: -sd[1]):
+    for stride, d in dims:
         if stride == 0:  # a broadcast dimension reads the same elements again
             picked = torch.Tensor.narrow(picked, d, 0, 1)
     dims = sorted((stride, d) for stride, d in dims if stride != 0)

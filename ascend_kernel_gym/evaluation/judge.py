@@ -30,10 +30,10 @@ import torch
 
 from ascend_kernel_gym.evaluation.compare import compare, outputs_close, outputs_identical, quick_close
 from ascend_kernel_gym.evaluation.errors import (
-    HARNESS_OUT_OF_MEMORY,
     StageError,
     Verdict,
     classify_exception,
+    harness_out_of_memory,
     record_failure,
     stage_error_from,
 )
@@ -253,8 +253,11 @@ class Judge:
             after = {int(k): decode_tree(v, [t for t, _ in tensors]) for k, v in dict(header["inputs_after"]).items()}
         except Exception as exc:  # noqa: BLE001 - the harness writes well-formed trials: any failure is forged ...
             text = f"{type(exc).__name__}: {str(exc)[:200]}"
-            if classify_exception(exc) == ErrorType.OOM:  # ... but copying them needs device memory
-                return Verdict("fail", _judge_out_of_memory("reading a trial", text))
+            # ... but copying them needs device memory: a full device (eight workers on an H100 left
+            # a judge none, 2026-12-05) is the harness's, never a verdict on the candidate, whose
+            # outputs' size the judge bounds (:meth:`Judge.trial_bytes_limit`)
+            if classify_exception(exc) == ErrorType.OOM:
+                return Verdict("fail", harness_out_of_memory("the judge, reading a trial", text))
             return Verdict(
                 "fail", StageError(ErrorType.SANDBOX_VIOLATION, f"the child's trial message is malformed: {text}")
             )
@@ -265,7 +268,7 @@ class Judge:
         except Exception as exc:  # noqa: BLE001 - the zygote must outlive whatever a trial holds
             text = f"{type(exc).__name__}: {str(exc)[:200]}"
             if classify_exception(exc) == ErrorType.OOM:
-                return Verdict("fail", _judge_out_of_memory("comparing a trial", text))
+                return Verdict("fail", harness_out_of_memory("the judge, comparing a trial", text))
             return Verdict("fail", StageError(ErrorType.HARNESS_ERROR, f"the judge could not compare a trial: {text}"))
 
     def _route(
@@ -441,13 +444,6 @@ def _error_stats(cand: torch.Tensor, ref: torch.Tensor, atol: float) -> tuple[fl
     max_abs = float(diff.max())
     rel = diff.div_(ref.to(torch.float32).abs().add_(max(atol, 1e-12)))
     return max_abs, float(rel.max())
-
-
-def _judge_out_of_memory(doing: str, text: str) -> StageError:
-    """The judge's own allocation failed: the harness's, retried alone next to neighbours (eight
-    workers on an H100 left a judge no memory to compare a trial in, 2026-12-05); never a verdict on
-    the candidate, whose outputs' size the judge bounds (:meth:`Judge.trial_bytes_limit`)."""
-    return StageError(ErrorType.HARNESS_ERROR, f"{HARNESS_OUT_OF_MEMORY} (the judge, {doing}): {text}")
 
 
 def input_independent() -> StageError:

@@ -38,6 +38,7 @@ import statistics
 import threading
 from collections import deque
 
+from ascend_kernel_gym.ascend.values import DTYPE_BYTES, TORCH_DTYPES
 from ascend_kernel_gym.evaluation.result import EvalResult, Stage
 from ascend_kernel_gym.tasks.task import Task
 
@@ -56,7 +57,6 @@ RATIO_MIN_TASKS = 3
 RATIO_MIN_BYTES = 64 * MIB
 #: the ratio is kept within these bounds
 RATIO_BOUNDS = (2.0, 64.0)
-_DTYPE_BYTES = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int8": 1, "uint8": 1}
 
 
 def task_key(task: Task, profile: str) -> str:
@@ -69,7 +69,7 @@ def task_bytes(task: Task, profile: str) -> int | None:
     elements = task.profile_elements.get(profile)
     if not isinstance(elements, int) or elements <= 0:
         return None
-    return elements * _DTYPE_BYTES.get(task.dtype, 4)
+    return elements * DTYPE_BYTES.get(TORCH_DTYPES.get(task.dtype, ""), 4)
 
 
 def measured_need(result: EvalResult) -> int | None:

@@ -63,43 +63,54 @@ def holds_run(region: torch.Tensor, sources: list[torch.Tensor], size: int) -> b
 
     Sources on another device than the region, or shorter than one window, are skipped.
     """
-    return run_source(region, sources, size) is not None
+    return RunIndex(region, size).find(sources) is not None
 
 
-def run_source(region: torch.Tensor, sources: list[torch.Tensor], size: int) -> int | None:
-    """The index in ``sources`` of the first one a run of which :func:`holds_run` finds, or None."""
-    if size not in WORD_TYPES:
-        raise ValueError(f"a word is 1, 2, 4 or 8 bytes, not {size}")
-    stride, length = window_words(size)
-    if region.numel() < length * size:
-        return None
-    keys, places = _region_keys(region, size, stride, length)
-    if keys.numel() == 0:
-        return None
-    keys, order = torch.sort(keys)
-    places = places[order]
-    verified = 0
-    for index, source in enumerate(sources):
-        if source.device != region.device or source.numel() < length * size:
-            continue
-        count = source.numel() // size - length + 1
-        for first in range(0, count, CHUNK_WORDS):
-            words = _words(source, first * size, min(CHUNK_WORDS, count - first) + length - 1, size)
-            found = _window_keys(words, 1, length)
-            at = torch.searchsorted(keys, found).clamp_(max=keys.numel() - 1)
-            hits = torch.nonzero(keys[at] == found).flatten()
-            if hits.numel() == 0:
+class RunIndex:
+    """A region's windows, keyed once, to look for runs of one source after another in (the
+    search of :func:`holds_run`: the region's keys are the costly part, the sources' are hashed
+    per :meth:`find`)."""
+
+    def __init__(self, region: torch.Tensor, size: int) -> None:
+        if size not in WORD_TYPES:
+            raise ValueError(f"a word is 1, 2, 4 or 8 bytes, not {size}")
+        self.region = region
+        self.size = size
+        self.stride, self.length = window_words(size)
+        if region.numel() < self.length * size:
+            keys = places = torch.empty(0, dtype=torch.int64, device=region.device)
+        else:
+            keys, places = _region_keys(region, size, self.stride, self.length)
+        self._keys, order = torch.sort(keys)
+        self._places = places[order]
+
+    def find(self, sources: list[torch.Tensor]) -> int | None:
+        """The index in ``sources`` of the first one with a run in the region, or None."""
+        keys, places, size, length = self._keys, self._places, self.size, self.length
+        if keys.numel() == 0:
+            return None
+        verified = 0
+        for index, source in enumerate(sources):
+            if source.device != self.region.device or source.numel() < length * size:
                 continue
-            starts = (hits + first) * size  # byte offsets of the matching source windows
-            regions = places[at[hits]]  # byte offsets of the region's windows with the same key
-            for lo in range(0, hits.numel(), VERIFY_BATCH):
-                if verified >= MAX_VERIFIED:
-                    return None
-                batch = slice(lo, lo + VERIFY_BATCH)
-                verified += int(starts[batch].numel())
-                if _any_equal(region, regions[batch], source, starts[batch], length * size):
-                    return index
-    return None
+            count = source.numel() // size - length + 1
+            for first in range(0, count, CHUNK_WORDS):
+                words = _words(source, first * size, min(CHUNK_WORDS, count - first) + length - 1, size)
+                found = _window_keys(words, 1, length)
+                at = torch.searchsorted(keys, found).clamp_(max=keys.numel() - 1)
+                hits = torch.nonzero(keys[at] == found).flatten()
+                if hits.numel() == 0:
+                    continue
+                starts = (hits + first) * size  # byte offsets of the matching source windows
+                regions = places[at[hits]]  # byte offsets of the region's windows with the same key
+                for lo in range(0, hits.numel(), VERIFY_BATCH):
+                    if verified >= MAX_VERIFIED:
+                        return None
+                    batch = slice(lo, lo + VERIFY_BATCH)
+                    verified += int(starts[batch].numel())
+                    if _any_equal(self.region, regions[batch], source, starts[batch], length * size):
+                        return index
+        return None
 
 
 def _region_keys(region: torch.Tensor, size: int, stride: int, length: int) -> tuple[torch.Tensor, torch.Tensor]:
