@@ -52,7 +52,7 @@ from ascend_kernel_gym.evaluation.sandbox_rules import (
     UNINITIALISED_TORCH_OPS,
 )
 from ascend_kernel_gym.evaluation.taint import TaintTracking, storage_ptrs_of, tensors_of
-from ascend_kernel_gym.evaluation.view_cover import View
+from ascend_kernel_gym.evaluation.view_cover import View, view_of
 
 MAX_LAUNCH_RECORDS = 64
 #: launches per forward call whose overwrite of a PyTorch copy is checked by a second run (see
@@ -509,6 +509,11 @@ class Recorder(TaintTracking):
         self.samples = stats.samples
         self.input_bytes = [tensor_bytes(t) for t in tensors_of(inputs) if torch.Tensor.is_contiguous(t)]
         self.input_dtypes = conversion_dtypes(tensors_of(inputs))
+        self.input_views = {
+            (torch.Tensor.untyped_storage(t).data_ptr(), view_of(t))
+            for t in tensors_of(inputs)
+            if t.layout == torch.strided
+        }
         self.recording = True
         # A collection could start inside the mode's own handler, where PyTorch has the mode off,
         # and run a finaliser of the candidate's there unseen: the collector stays off meanwhile.
@@ -530,6 +535,7 @@ class Recorder(TaintTracking):
             self.input_bytes = []
             self.samples = CopySamples()
             self.input_dtypes = ()
+            self.input_views = set()
 
     @contextlib.contextmanager
     def checking(self, what: str) -> Iterator[None]:

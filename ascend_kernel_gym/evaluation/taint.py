@@ -27,12 +27,14 @@ from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.sandbox_rules import DATA_TORCH_OPS, FILL_TORCH_OPS, REARRANGING_TORCH_OPS
 from ascend_kernel_gym.evaluation.view_cover import View, gapless, spans_meet, view_of
 
-#: the refusal of a PyTorch copy that rearranges or converts data in a task that only moves data:
-#: PyTorch would do the task's whole work, also on data a kernel merely encoded (red team of
-#: 2026-12-05, ``launder_encoded_torch_transpose``)
+#: the refusal of a PyTorch copy that rearranges, converts or copies part of a tensor in a task
+#: that only moves data: PyTorch would do the task's whole work, also on data a kernel merely
+#: encoded (red team of 2026-12-05, ``launder_encoded_torch_transpose``) or one element at a time
+#: (``launder_elementwise_copies_transpose``)
 MOVED_BY_PYTORCH = (
-    "this task only moves data (its reference computes nothing), and PyTorch rearranged or converted data "
-    "inside ModelNew.forward ({op}): that is the task's whole work; do the data movement in your Triton kernel"
+    "this task only moves data (its reference computes nothing), and PyTorch moved data inside ModelNew.forward "
+    "({op}: a copy that rearranges, converts, broadcasts or reads or writes part of a tensor): that is the task's "
+    "whole work; do the data movement in your Triton kernel (copying whole tensors is fine)"
 )
 
 
@@ -68,6 +70,8 @@ class TaintTracking:
         self.input_dtypes: tuple[torch.dtype, ...] = ()
         #: the current call's pieces of PyTorch's copies (``copy_samples``)
         self.samples = CopySamples()
+        #: (storage pointer, view) of the current forward call's tensor inputs, exactly as passed
+        self.input_views: set[tuple[int, View]] = set()
         #: the task only moves data (its reference computes nothing, :func:`.recorder.moves_data_only`):
         #: PyTorch may not rearrange or convert data in it
         self.moving_task = False
@@ -155,7 +159,10 @@ class TaintTracking:
         if name in FILL_TORCH_OPS:
             for tensor in tensors_of(targets):
                 self.record_fill(name, tensor)
-            return
+            if not tensors_of(sources):
+                return
+            # ``fill_`` given a 0-d tensor copies that element into every element of its target: a
+            # copy like any other (red team of 2026-12-05, one input element moved per fill)
         if self.moving_task and self._moves(name, sources, targets):
             # the input's data as much as a kernel's: in pieces too small to sample, then encoded and
             # decoded by kernels, PyTorch's moving of the input would leave no trace in the output
@@ -206,11 +213,16 @@ class TaintTracking:
 
     @staticmethod
     def _rearranges(name: str, sources: list[Any], targets: Any) -> bool:
-        """A copy that rearranges: ``cat`` / ``stack`` / padding, or a strided view on either side."""
+        """A copy that rearranges: ``cat`` / ``stack`` / padding, a strided view on either side, or
+        a source broadcast to a target of more elements (``copy_`` from a row, ``fill_`` from a
+        0-d tensor: both sides contiguous, the data repeated all the same)."""
         tensors = [t for t in tensors_of(sources) if type(t) is torch.Tensor]
-        return name in REARRANGING_TORCH_OPS or not all(
-            type(t) is torch.Tensor and torch.Tensor.is_contiguous(t) for t in [*tensors, *tensors_of(targets)]
-        )
+        if name in REARRANGING_TORCH_OPS:
+            return True
+        ends = tensors_of(targets)
+        if not all(type(t) is torch.Tensor and torch.Tensor.is_contiguous(t) for t in [*tensors, *ends]):
+            return True
+        return any(torch.Tensor.numel(o) != torch.Tensor.numel(t) for o in ends for t in tensors)
 
     @staticmethod
     def _converts(sources: list[Any], targets: Any) -> bool:
@@ -219,10 +231,35 @@ class TaintTracking:
         return any(o.dtype != t.dtype for o in tensors_of(targets) for t in tensors)
 
     def _moves(self, name: str, sources: list[Any], targets: Any) -> bool:
-        """A copy that rearranges or converts data."""
+        """A copy that rearranges or converts data, or that reads or writes part of an allocation."""
         if not tensors_of(sources):
             return False
-        return self._rearranges(name, sources, targets) or self._converts(sources, targets)
+        return (
+            self._rearranges(name, sources, targets)
+            or self._converts(sources, targets)
+            or self._partial(sources, targets)
+        )
+
+    def _partial(self, sources: list[Any], targets: Any) -> bool:
+        """Whether a copy reads or writes part of an allocation (other than an input as passed).
+
+        Contiguous copies of single elements or rows, each to another place, rearrange as surely
+        as one strided copy does (red team of 2026-12-05: a transpose in one 0-d ``copy_`` per
+        element). Only whole allocations (and the call's inputs) may be copied in a task that only
+        moves data.
+        """
+        for tensor in [*tensors_of(sources), *tensors_of(targets)]:
+            if type(tensor) is not torch.Tensor or tensor.layout != torch.strided:
+                return True
+            if torch.Tensor.numel(tensor) == 0:
+                continue
+            storage = torch.Tensor.untyped_storage(tensor)
+            view = view_of(tensor)
+            if (storage.data_ptr(), view) in self.input_views:
+                continue
+            if view.byte_span() != (0, storage.nbytes()) or not gapless(view):
+                return True
+        return False
 
 
 def _initial_value(value: Any) -> bool:

@@ -672,7 +672,18 @@ def test_in_a_task_that_only_moves_data_pytorch_may_not_move_the_kernels_data() 
         (True, lambda: torch.cat([written, written]), True),
         (True, lambda: x.transpose(1, 2).contiguous(), True),  # the input's own data: refused as well
         (True, lambda: written.clone(), False),  # a plain copy moves nothing
+        (True, lambda: x.clone(), False),  # nor does a copy of the input as passed
+        (True, lambda: torch.empty(2, 3, 70).copy_(written.view(torch.float32)), False),  # whole into whole
+        # one element, one row at a time: contiguous both sides, the same dtype, still moving data
+        (True, lambda: torch.empty(210, dtype=torch.int32)[5].copy_(written.view(-1)[7]), True),
+        (True, lambda: torch.empty(2, 3, 70, dtype=torch.int32)[1].copy_(written[0]), True),
+        (True, lambda: x[0].clone(), True),  # part of an input
+        # a broadcast: both sides contiguous, the source repeated into a bigger target
+        (True, lambda: torch.empty(2, 4, 3, 70, dtype=torch.int32).copy_(written.unsqueeze(1)), True),
+        (True, lambda: torch.empty(2, 3, 70).fill_(x[0, 0, 0]), True),  # a 0-d tensor value is data
+        (True, lambda: torch.empty(2, 3, 70).fill_(1.5), False),  # a constant is not
         (False, lambda: written.transpose(1, 2).contiguous(), False),
+        (False, lambda: torch.empty(2, 3, 70, dtype=torch.int32)[1].copy_(written[0]), False),
     ):
         recorder = Recorder("akg_candidate")
         recorder.moving_task = moving
@@ -702,3 +713,17 @@ def test_only_rearranged_copies_leave_pieces_for_the_output_check() -> None:
     assert stats.samples.tiles and {what for _, _, what in stats.samples.tiles} == {"aten.clone of an input"}
     relu_like = torch.where(moved > 0, moved, torch.zeros_like(moved))  # written as a kernel would
     assert stats.samples.found_in(relu_like, stats.input_bytes) == "aten.clone of an input"
+
+
+def test_a_fill_from_a_tensor_is_a_copy_of_its_element() -> None:
+    """``fill_`` given a 0-d tensor moves that element: the input's taint goes with it (a constant
+    fill drops the taint of what it covers), and a fill broadcasting the element is a rearranging
+    copy (refused where the task only moves data); a fill with a Python number stays a constant."""
+    x = torch.randn(4, 100)
+    recorder = Recorder("akg_candidate")
+    with recorder.recording_forward([x]) as stats:
+        from_input = torch.empty(4, 100).fill_(x[1, 2])
+        constant = torch.empty(4, 100).fill_(0.5)
+    assert stats.tainted.get(from_input.untyped_storage().data_ptr()) == "aten.fill_ of an input"
+    assert constant.untyped_storage().data_ptr() not in stats.tainted
+    assert stats.samples.tiles == []  # one value repeated is constant memory, never taken for a copy
