@@ -192,9 +192,10 @@ class TaintTracking:
     def _copied_input(self, name: str, sources: list[Any], targets: Any) -> str | None:
         """Whether a copy that rearranges or converts reads memory holding a verbatim piece of an input.
 
-        Rearranging: a strided view on either side, or ``cat`` / ``stack`` / padding; converting:
-        another dtype on the target. A plain contiguous copy of the same dtype is left alone, so
-        an honest kernel whose result happens to equal an input is never refused for a clone. A
+        Rearranging: see :meth:`_rearranges` (a strided view, ``cat`` / ``stack`` / padding, a
+        broadcast, part of an allocation); converting: another dtype on the target. A copy of a
+        whole allocation into a whole allocation, of the same dtype, is left alone, so an honest
+        kernel whose result happens to equal an input is never refused for a clone. A
         rearranging copy also counts when its source, converted back to an input's dtype, holds
         such a piece: a kernel that only widened the input (fp16 to fp32, or its bits into int32)
         before PyTorch's transposing cast changed no value.
@@ -211,18 +212,20 @@ class TaintTracking:
             return "a copy of an input in another dtype"
         return None
 
-    @staticmethod
-    def _rearranges(name: str, sources: list[Any], targets: Any) -> bool:
-        """A copy that rearranges: ``cat`` / ``stack`` / padding, a strided view on either side, or
-        a source broadcast to a target of more elements (``copy_`` from a row, ``fill_`` from a
-        0-d tensor: both sides contiguous, the data repeated all the same)."""
+    def _rearranges(self, name: str, sources: list[Any], targets: Any) -> bool:
+        """A copy that rearranges: ``cat`` / ``stack`` / padding, a strided view on either side, a
+        source broadcast to a target of more elements (``copy_`` from a row, ``fill_`` from a 0-d
+        tensor: both sides contiguous, the data repeated all the same), or a copy that reads or
+        writes part of an allocation (:meth:`_partial`)."""
         tensors = [t for t in tensors_of(sources) if type(t) is torch.Tensor]
         if name in REARRANGING_TORCH_OPS:
             return True
         ends = tensors_of(targets)
         if not all(type(t) is torch.Tensor and torch.Tensor.is_contiguous(t) for t in [*tensors, *ends]):
             return True
-        return any(torch.Tensor.numel(o) != torch.Tensor.numel(t) for o in ends for t in tensors)
+        if any(torch.Tensor.numel(o) != torch.Tensor.numel(t) for o in ends for t in tensors):
+            return True
+        return self._partial(tensors, ends)
 
     @staticmethod
     def _converts(sources: list[Any], targets: Any) -> bool:
@@ -231,24 +234,20 @@ class TaintTracking:
         return any(o.dtype != t.dtype for o in tensors_of(targets) for t in tensors)
 
     def _moves(self, name: str, sources: list[Any], targets: Any) -> bool:
-        """A copy that rearranges or converts data, or that reads or writes part of an allocation."""
+        """A copy that rearranges or converts data."""
         if not tensors_of(sources):
             return False
-        return (
-            self._rearranges(name, sources, targets)
-            or self._converts(sources, targets)
-            or self._partial(sources, targets)
-        )
+        return self._rearranges(name, sources, targets) or self._converts(sources, targets)
 
-    def _partial(self, sources: list[Any], targets: Any) -> bool:
+    def _partial(self, sources: list[torch.Tensor], targets: list[torch.Tensor]) -> bool:
         """Whether a copy reads or writes part of an allocation (other than an input as passed).
 
         Contiguous copies of single elements or rows, each to another place, rearrange as surely
-        as one strided copy does (red team of 2026-12-05: a transpose in one 0-d ``copy_`` per
-        element). Only whole allocations (and the call's inputs) may be copied in a task that only
-        moves data.
+        as one strided copy or a ``cat`` does (red team of 2026-12-05: a transpose in one 0-d
+        ``copy_`` per element, rows repeated one ``copy_`` each). Copies of whole allocations (and
+        of the call's inputs) move nothing.
         """
-        for tensor in [*tensors_of(sources), *tensors_of(targets)]:
+        for tensor in [*sources, *targets]:
             if type(tensor) is not torch.Tensor or tensor.layout != torch.strided:
                 return True
             if torch.Tensor.numel(tensor) == 0:
