@@ -1,5 +1,7 @@
 # ruff: noqa
 # expected: torch_fallback
+# expected_on_cuda: torch_fallback|compile_error
+# On cuda (replay of 2026-12-05) Triton refuses the dict method inside the constexpr function.
 # task: core/L1/relu
 # The overwrite probe runs a launch a second time (on copies) with recording suspended when the
 # kernel writes memory PyTorch copied data into (x.clone()). A constexpr function counting its

@@ -20,11 +20,11 @@ def decoy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        scratch = torch.zeros(16)
+        scratch = torch.zeros(16, device=x.device)
         decoy_kernel[(1,)](scratch, torch.empty_like(scratch), 16, BLOCK=16)
         b, m, n = x.shape
         count = b * m * n
-        buf = torch.empty(count + 1, dtype=x.dtype)
+        buf = torch.empty(count + 1, dtype=x.dtype, device=x.device)
         answer = buf[1:].view(b, n, m)
         answer.copy_(x.transpose(1, 2))
         torch.Tensor.as_strided(buf, (count + 1,), (0,)).fill_(0.0)

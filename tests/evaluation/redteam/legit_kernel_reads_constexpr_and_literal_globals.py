@@ -1,10 +1,13 @@
 # ruff: noqa
 # expected: none
+# expected_on_cuda: compile_error
 # task: core/L1/softmax
 # Legitimate style (false-positive sweep for the kernel-name rule): module-level values a kernel may
 # read: a tl.constexpr(...) value, an annotated literal, a plain literal, a module alias made by
 # assignment, a @triton.jit helper and an import; the autotune configs are a module-level list
 # (read by the decorator, not by the kernel).
+# On cuda (Triton 3.6, replay of 2026-12-05) the compiler itself refuses the annotated global
+# `NEG_BIG: tl.constexpr = ...` read in the kernel: a compile error there is Triton's rule, not a check.
 import torch
 import torch.nn as nn
 import triton
