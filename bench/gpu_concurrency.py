@@ -42,6 +42,7 @@ import _bootstrap  # noqa: E402, F401  (before the package: works without gymnas
 from _benchutil import package_versions, positive_ints  # noqa: E402
 
 from ascend_kernel_gym.evaluation import EvalRequest, EvalResult, Evaluator  # noqa: E402
+from ascend_kernel_gym.evaluation.evaluator import DEFAULT_PROFILE_BUDGET_S  # noqa: E402
 from ascend_kernel_gym.tasks import load_suite  # noqa: E402
 from ascend_kernel_gym.tasks.variants import broken_variant  # noqa: E402
 
@@ -68,7 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--levels", default=None, help="comma-separated levels (default: all)")
     parser.add_argument("--reps", type=int, default=100, help="timed repetitions per model (default 100)")
     parser.add_argument(
-        "--timing-budget-s", type=float, default=None, help="bound the timed rounds by time (profile_budget_s)"
+        "--timing-budget-s",
+        type=float,
+        default=DEFAULT_PROFILE_BUDGET_S,
+        help=f"bound the timed rounds by time (profile_budget_s, default {DEFAULT_PROFILE_BUDGET_S}; 0: all rounds)",
     )
     parser.add_argument("--timeout", type=float, default=None, help="per-evaluation limit (default: the evaluator's)")
     parser.add_argument("--budget-s", type=float, default=510.0, help="leave out runs that would end later")
@@ -309,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or (Path(os.environ["OUT"]) / DEFAULT_OUT.name if os.environ.get("OUT") else DEFAULT_OUT)
     items = burst(tasks, profile)
     options = {
-        "backend": args.backend, "profile_reps": args.reps, "profile_budget_s": args.timing_budget_s,
+        "backend": args.backend, "profile_reps": args.reps, "profile_budget_s": args.timing_budget_s or None,
         "timeout_s": args.timeout,
         "ascend_checks": args.ascend, "ascend_lower": args.ascend,
     }  # fmt: skip
@@ -328,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         "requests": len(items),
         "profile": profile,
         "reps": args.reps,
-        "timing_budget_s": args.timing_budget_s,
+        "timing_budget_s": args.timing_budget_s or None,
         "ascend": args.ascend,
         "left_out": [],
     }

@@ -23,6 +23,7 @@ import traceback
 from typing import NoReturn
 
 from ascend_kernel_gym.backends import interpreter_memcheck
+from ascend_kernel_gym.evaluation import torch_globals
 from ascend_kernel_gym.evaluation.ascend_stage import run_ascend_hooks
 from ascend_kernel_gym.evaluation.compile_stage import run_compile
 from ascend_kernel_gym.evaluation.correctness import run_correctness
@@ -135,6 +136,7 @@ def _evaluate(state: ChildState, prepared: Prepared | None) -> None:
     mark = PartTimer(result.stage_durations, "compile")
     limit_memory(job)
     result.device = device_name(job.backend)
+    torch_globals.capture()  # the settings every call of the reference gets, before any candidate code
     compiled = run_compile(state, device, mark)
     _check_memory_record()
     stage_args = (state, compiled.task_module, compiled.reference, compiled.candidate, device, compiled.rng)

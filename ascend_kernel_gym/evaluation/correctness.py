@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from ascend_kernel_gym.evaluation import torch_globals
 from ascend_kernel_gym.evaluation.compare import inputs_equal
 from ascend_kernel_gym.evaluation.compile_stage import construct_candidate
 from ascend_kernel_gym.evaluation.errors import StageError, candidate_failure, classify_exception
@@ -99,7 +100,7 @@ def call_candidate(
     """
     recorder = state.recorder
     assert recorder is not None
-    gc.disable()
+    enter_candidate_call()
     try:
         call = _recorded_call(state, recorder, candidate, inputs, first, pristine)
     finally:
@@ -254,41 +255,37 @@ def _freeze(out: Any, inputs: list[Any], candidate: Any, pristine: list[Any] | N
     return call
 
 
-#: PyTorch's default dtype as the harness found it (this module is imported before candidate code runs)
-HARNESS_DEFAULT_DTYPE = torch.get_default_dtype()
-
-
 @contextlib.contextmanager
 def reference_torch_state() -> Iterator[None]:
-    """PyTorch's global state for a call of the reference as the harness set it, whatever the
-    candidate's code left behind: grad mode off (no graph, so no saved-tensor hook runs), anomaly
-    detection off, deterministic algorithms off, the harness's default dtype. Restored after.
+    """PyTorch's process-wide settings for a call of the reference as the harness had them before
+    any code of the candidate's ran (:mod:`.torch_globals`: default dtype, determinism, anomaly
+    detection, matmul precision, cuDNN and attention backends, autocast, threads), whatever the
+    candidate's code left behind, and grad mode off (no graph, so no saved-tensor hook runs).
+    Restored after.
 
     The timing stage's reference runs in the candidate's process: a ``forward`` that switched grad
     mode, anomaly detection and a saved-tensor hook on after its own work made every later
-    reference call build a graph and run the hook (8x slower), a higher speedup for the same
-    kernel (red team, 2026-12-05).
+    reference call build a graph and run the hook (8x slower), and one that held
+    ``sdpa_kernel([SDPBackend.MATH])`` open in a suspended generator kept an attention reference
+    on its slowest path (10-20x): a higher speedup for the same kernel (red team, 2026-12-05).
     """
-    deterministic = torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    dtype = torch.get_default_dtype()
-    anomaly = torch.is_anomaly_enabled()
-    try:
-        if deterministic:
-            torch.use_deterministic_algorithms(False)
-        if dtype != HARNESS_DEFAULT_DTYPE:
-            torch.set_default_dtype(HARNESS_DEFAULT_DTYPE)
-        if anomaly:
-            torch.set_anomaly_enabled(False)
-        with torch.no_grad():
-            yield
-    finally:
-        if deterministic:
-            torch.use_deterministic_algorithms(True, warn_only=warn_only)
-        if dtype != HARNESS_DEFAULT_DTYPE:
-            torch.set_default_dtype(dtype)
-        if anomaly:
-            torch.set_anomaly_enabled(True)
+    with torch_globals.harness_settings(), torch.no_grad():
+        yield
+
+
+def enter_candidate_call() -> None:
+    """What every call of either model starts from, recorded or timed: pending finalisers collected,
+    the collector off, the harness's PyTorch settings in place.
+
+    A ``forward`` that could tell a recorded call (a trial, an audit) from a timed one could run its
+    kernel in the former and PyTorch in the latter: a generator left in a reference cycle whose
+    ``finally`` ran inside timed calls only, where the collector was on, did (red team of
+    2026-12-05, night). After the compile stage's freeze a collection scans only newer objects.
+    """
+    gc.collect()
+    gc.disable()
+    settings = torch_globals.harness()
+    settings.put(settings.values, settings.now())
 
 
 def run_reference(state: ChildState, reference: Any, inputs: list[Any]) -> Any:

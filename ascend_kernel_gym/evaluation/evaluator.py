@@ -44,6 +44,10 @@ ASCEND_CHECK_MODES = ("off", "warn", "enforce")
 EXECUTORS = ("local", "ray")
 DEFAULT_TIMEOUT_S = {"interpreter": 300.0, "cuda": 180.0, "npu": 300.0}
 DEFAULT_MEMORY_MB = {"interpreter": 4096, "cuda": 16384, "npu": 16384}
+#: seconds the timed rounds of one evaluation may take before slow models get fewer of them
+#: (``profile_budget_s``); on an H100 the speedups of the 45 reference solutions moved by at most
+#: 1.45 % against 100 rounds each (docs/scaling.md)
+DEFAULT_PROFILE_BUDGET_S = 2.0
 #: set to ``0`` (or ``false``, ``off``, ``no``) to run evaluators without the OS sandbox by default
 OS_SANDBOX_ENV = "AKG_OS_SANDBOX"
 #: how the result warning about OS sandbox layers this machine lacks starts
@@ -93,7 +97,8 @@ class Evaluator:
         profile_budget_s: bound the timed repetitions by time: a model pair whose calls take
             longer than ``profile_budget_s / profile_reps`` gets ``ceil(profile_budget_s / pair
             time)`` repetitions, at least :data:`.timing.MIN_BUDGET_REPS` (the pair time read on
-            the quiet device before the timed rounds). None (default): always ``profile_reps``.
+            the quiet device before the timed rounds). Default :data:`DEFAULT_PROFILE_BUDGET_S`;
+            None: always ``profile_reps``.
         profile_warmup: untimed warm-up calls per model before timing.
         output_cap: bytes of the candidate's printed output kept in the result.
         start: start the workers now (in the background) instead of on first use.
@@ -144,7 +149,7 @@ class Evaluator:
         os_sandbox: bool | None = None,
         *,
         workers_per_device: int | None = None,
-        profile_budget_s: float | None = None,
+        profile_budget_s: float | None = DEFAULT_PROFILE_BUDGET_S,
         executor: str = "local",
         address: str | None = None,
         actors: int | None = None,

@@ -60,6 +60,7 @@ Device events come from ``torch.cuda`` or ``torch.npu`` with the same code; on t
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import random
 import statistics
@@ -74,8 +75,8 @@ from ascend_kernel_gym.evaluation import device_gate, placement
 from ascend_kernel_gym.evaluation.compare import outputs_close
 from ascend_kernel_gym.evaluation.correctness import (
     call_candidate,
+    enter_candidate_call,
     reference_slack,
-    reference_torch_state,
     run_reference,
 )
 from ascend_kernel_gym.evaluation.errors import StageError, candidate_failure
@@ -618,13 +619,26 @@ def _keeping_stream(prepare: Callable[[int], Any], dev: Any) -> Callable[[int], 
 
 
 def _in_reference_state(reference: Any) -> Callable[..., Any]:
-    """``reference`` called under :func:`.correctness.reference_torch_state` (every timed call too)."""
+    """``reference`` called with grad mode off (every timed call too); the harness's other settings
+    are put in place before each call, untimed (:func:`_starting_clean`)."""
 
     def call(*inputs: Any) -> Any:
-        with reference_torch_state():
+        with torch.no_grad():
             return reference(*inputs)
 
     return call
+
+
+def _starting_clean(prepare: Callable[[int], Any]) -> Callable[[int], Any]:
+    """``prepare`` after :func:`.correctness.enter_candidate_call`: every call of either model in the
+    timing stage starts as the recorded calls do (collected, collector off, the harness's
+    settings), untimed, so no call can tell a timed round from a trial or an audit."""
+
+    def prepared(k: int) -> Any:
+        enter_candidate_call()
+        return prepare(k)
+
+    return prepared
 
 
 def plausibility_warnings(
@@ -762,8 +776,8 @@ def run_timing(
         side_streams = _watch_side_streams(state, device)
         with torch.no_grad():
             timing = time_side_by_side(
-                arenas["candidate"].prepare,
-                arenas["reference"].prepare,
+                _starting_clean(arenas["candidate"].prepare),
+                _starting_clean(arenas["reference"].prepare),
                 timed_part(audit),
                 device_type=device.type,
                 num_sets=job.profile_reps,  # a fresh input set in every round
@@ -784,6 +798,7 @@ def run_timing(
     except BaseException as exc:  # noqa: BLE001
         raise candidate_failure(exc, "timing failed: ", state.candidate_file) from None
     finally:
+        gc.enable()  # every call of the stage left it off (``enter_candidate_call``)
         if local_memory is not None:
             local_memory.restore()
     timed = time.perf_counter()

@@ -175,8 +175,8 @@ def test_a_timing_budget_reaches_the_job_and_the_cache_key(relu_task, relu_solut
         jobs.append(job)
         return EvalResult.from_dict(base.to_dict())
 
-    budgeted = Evaluator(backend="interpreter", workers=1, start=False, cache=False, profile_budget_s=2.0)
-    plain = Evaluator(backend="interpreter", workers=1, start=False, cache=False)
+    budgeted = Evaluator(backend="interpreter", workers=1, start=False, cache=False)  # 2 s by default
+    plain = Evaluator(backend="interpreter", workers=1, start=False, cache=False, profile_budget_s=None)
     budgeted._run_on = plain._run_on = keep
     request = EvalRequest(task=relu_task, code=relu_solution)
     try:

@@ -86,6 +86,38 @@ def test_audit_catches_switch_to_pytorch_during_timing(evaluator, relu_task, rel
     assert result.stage == Stage.PERFORMANCE and result.hack
 
 
+COLLECTOR_TELL = """
+        flag = []
+
+        def sentinel():
+            try:
+                yield 0
+            finally:
+                flag.append(1)
+
+        probe = sentinel()
+        next(probe)
+        cycle = [probe]
+        cycle.append(cycle)  # garbage only the cyclic collector frees
+        cycle = probe = None
+        young = [[] for _ in range(800)]  # past the young generation's threshold
+        young = None
+        if flag:  # collected inside the call: the collector was on, so no recorder watched
+            return x.clone()
+"""
+
+
+def test_no_call_can_tell_a_timed_round_from_a_recorded_one(evaluator, relu_task, relu_solution) -> None:
+    """Every call of the timing stage starts as the recorded ones do (collected, the collector off,
+    the harness's settings): a ``forward`` that answered wrongly whenever the collector ran inside
+    it, which before was exactly the timed calls (red team of 2026-12-05, night), now never does,
+    and its checked rounds pass."""
+    code = relu_solution.replace("        x = x.contiguous()\n", COLLECTOR_TELL + "        x = x.contiguous()\n")
+    assert code != relu_solution
+    result = _timed(evaluator, relu_task, code)
+    assert result.ok, result.error_message
+
+
 CACHER = """
         self.calls = getattr(self, "calls", 0) + 1
         key = x.data_ptr()
