@@ -132,6 +132,10 @@ class OverwriteProbe:
         probe.second_run = not nested
         return probe
 
+    def changed(self) -> list[int]:
+        """The copied storages the launch changed (in any byte)."""
+        return [ptr for ptr in self.copied if not _same_bytes(self.snapshots[ptr][0], self.snapshots[ptr][1])]
+
     def overwritten(self, launch: Callable[[tuple[Any, ...], dict[str, Any]], Any]) -> list[int]:
         """The copied storages the launch overwrote entirely and independently; ``launch`` runs the
         kernel again on given arguments."""

@@ -417,9 +417,10 @@ class Recorder(TaintTracking):
                             lambda a, k: original(fn_self, *a, grid=grid_tuple, warmup=False, **k)
                         )
                         copies = probe.kernel_copies(recorder.input_bytes, recorder.tainted)
+                        reworked = [ptr for ptr in probe.changed() if recorder.reworked(ptr)]
                 finally:
                     recorder._suspended -= 1
-                for ptr in overwritten:
+                for ptr in {*overwritten, *reworked}:
                     recorder.untaint(ptr)
                     recorder.writes = [w for w in recorder.writes if w[1] != ptr]
                 for ptr, source in copies.items():
@@ -506,6 +507,7 @@ class Recorder(TaintTracking):
         self._probes = 0
         self.tainted = {ptr: "an input" for ptr in storage_ptrs_of(inputs)}
         self.taint_spans = {}
+        self.plain = set()
         self.samples = stats.samples
         self.input_bytes = [tensor_bytes(t) for t in tensors_of(inputs) if torch.Tensor.is_contiguous(t)]
         self.input_dtypes = conversion_dtypes(tensors_of(inputs))

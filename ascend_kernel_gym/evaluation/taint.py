@@ -64,6 +64,10 @@ class TaintTracking:
         #: storage pointer -> the byte spans that hold the tainted data, where that is not the whole
         #: storage (a staging copy in one part of an allocation whose other part a kernel writes)
         self.taint_spans: dict[int, list[tuple[int, int]]] = {}
+        #: tainted storages holding nothing but plain copies of inputs (whole, same dtype, same
+        #: arrangement): a kernel that changes such memory in place computed from it (``out =
+        #: residual.clone()`` before a kernel adds a product into it), see :meth:`reworked`
+        self.plain: set[int] = set()
         #: the bytes of the current forward call's dense inputs (uint8 views of their memory)
         self.input_bytes: list[torch.Tensor] = []
         #: dtypes a kernel's copy of an input could be converted back to (see ``conversion_dtypes``)
@@ -103,6 +107,7 @@ class TaintTracking:
 
     def taint(self, ptr: int, label: str, span: tuple[int, int] | None = None) -> None:
         """Storage ``ptr`` holds tainted data: in the byte ``span`` of it, or (None) anywhere."""
+        self.plain.discard(ptr)
         whole = ptr in self.tainted and ptr not in self.taint_spans
         self.tainted[ptr] = label
         if span is None or whole:
@@ -126,6 +131,14 @@ class TaintTracking:
     def untaint(self, ptr: int) -> None:
         self.tainted.pop(ptr, None)
         self.taint_spans.pop(ptr, None)
+        self.plain.discard(ptr)
+
+    def reworked(self, ptr: int) -> bool:
+        """Whether a kernel that changed storage ``ptr`` in place made it its own: memory holding
+        only plain copies of inputs (a clone moves nothing: what a kernel writes there it computed,
+        as from the input itself). Copies that rearranged or converted stay PyTorch's work until
+        overwritten independently of what they held (``OverwriteProbe.overwritten``)."""
+        return ptr in self.plain
 
     def forget(self, out: Any) -> None:
         """Drop the taint of storages an allocation just returned (new memory, maybe at an old address)."""
@@ -182,12 +195,27 @@ class TaintTracking:
         # code whose output may hold long runs of it, and laundering a conversion gains a task
         # nothing but a conversion, which the data-movement rule refuses.
         rearranging = self._rearranges(name, sources, targets)
+        plain = (
+            not rearranging
+            and not self._converts(sources, targets)
+            and all(self._plain_source(t) for t in tensors_of(sources))
+        )
         for tensor in tensors_of(targets):
             if tensor.layout == torch.strided:
                 ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
+                fresh = ptr not in self.tainted
                 self.taint(ptr, f"aten.{name} of {source_taint}", view_of(tensor).byte_span())
+                if plain and fresh:
+                    self.plain.add(ptr)
                 if rearranging:
                     self.samples.add(tensor, f"aten.{name} of {source_taint}")
+
+    def _plain_source(self, tensor: torch.Tensor) -> bool:
+        """Whether ``tensor`` is an input as passed or memory holding only plain copies of inputs."""
+        if type(tensor) is not torch.Tensor or tensor.layout != torch.strided:
+            return False
+        ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
+        return (ptr, view_of(tensor)) in self.input_views or ptr in self.plain
 
     def _copied_input(self, name: str, sources: list[Any], targets: Any) -> str | None:
         """Whether a copy that rearranges or converts reads memory holding a verbatim piece of an input.

@@ -727,3 +727,21 @@ def test_a_fill_from_a_tensor_is_a_copy_of_its_element() -> None:
     assert stats.tainted.get(from_input.untyped_storage().data_ptr()) == "aten.fill_ of an input"
     assert constant.untyped_storage().data_ptr() not in stats.tainted
     assert stats.samples.tiles == []  # one value repeated is constant memory, never taken for a copy
+
+
+def test_only_plain_copies_of_inputs_become_a_kernels_by_in_place_work() -> None:
+    """A whole, same-dtype, same-arrangement copy of an input (and a copy of such a copy) is memory
+    a kernel may work on in place; a copy that rearranged or converted is not, nor anything a
+    rearranging copy wrote into later."""
+    x = torch.randn(4, 64)
+    recorder = Recorder("akg_candidate")
+    with recorder.recording_forward([x]):
+        plain = x.clone()
+        again = plain.clone()
+        moved = x.t().contiguous()
+        converted = x.double()
+        overwritten = x.clone()
+        overwritten.copy_(x.t().contiguous().view(4, 64))
+        reworked = {name: recorder.reworked(t.untyped_storage().data_ptr()) for name, t in locals().items()
+                    if name in ("plain", "again", "moved", "converted", "overwritten")}  # fmt: skip
+    assert reworked == {"plain": True, "again": True, "moved": False, "converted": False, "overwritten": False}
