@@ -48,6 +48,13 @@ DEFAULT_MEMORY_MB = {"interpreter": 4096, "cuda": 16384, "npu": 16384}
 #: (``profile_budget_s``); on an H100 the speedups of the 45 reference solutions moved by at most
 #: 1.45 % against 100 rounds each (docs/scaling.md)
 DEFAULT_PROFILE_BUDGET_S = 2.0
+#: added to a wrong result of a bf16 task on the interpreter: Triton 3.9's interpreter computes
+#: arithmetic on bf16 values wrongly (a bf16 `x + y` gives values near 1e38), a valid kernel fails
+BF16_INTERPRETER_NOTE = (
+    "interpreter: Triton's CPU interpreter computes arithmetic on bfloat16 values wrongly (Triton 3.9: "
+    "`x + y` of two bf16 blocks gives values near 1e38); if this kernel does bf16 math, convert to "
+    "float32 after loading (`.to(tl.float32)`) and back before storing"
+)
 #: set to ``0`` (or ``false``, ``off``, ``no``) to run evaluators without the OS sandbox by default
 OS_SANDBOX_ENV = "AKG_OS_SANDBOX"
 #: how the result warning about OS sandbox layers this machine lacks starts
@@ -598,6 +605,12 @@ class Evaluator:
                     self.stats["worker_restarts"] += 1
             missing_layers = list(handle.missing_layers)
         result = result_from_reply(reply, job.output_cap, timeout, self.memory_mb, result)
+        if (
+            job.backend == "interpreter"
+            and result.error_type in (ErrorType.VALUE_MISMATCH, ErrorType.NAN_OR_INF)
+            and "bfloat16" in (job.task.dtype, *(["bfloat16"] if "bfloat16" in job.code else []))
+        ):
+            result.warnings.append(BF16_INTERPRETER_NOTE)
         if missing_layers:
             result.warnings.append(
                 f"{SANDBOX_WARNING_PREFIX} layers off on this machine: {', '.join(missing_layers)} (see `akg doctor`)"

@@ -15,8 +15,9 @@ values and keeping the constraints references rely on:
 The values are written *in place* into the reference's tensors and into the candidate's tensors
 of the same qualified names and shapes (no ``load_state_dict``, so no hook of the candidate runs):
 a result derived from the parameters at construction (a transposed or standardised copy) is stale
-then, and caught. Caching is allowed only when it notices the change (compare the tensor's
-``_version`` or recompute every call).
+then, and caught. Derive such values in ``forward``, every call (the static stage refuses private
+attributes such as a tensor's ``_version``: an input's version number would tell the timing
+stage's reloaded arenas from a trial's fresh tensors).
 
 Imports torch: only the zygote's children import this module.
 """

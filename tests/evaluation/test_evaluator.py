@@ -213,3 +213,36 @@ def test_results_timed_with_and_without_the_device_gate_never_share_a_cache_entr
     assert keys["1"] != keys["0"]
     monkeypatch.setenv("AKG_TIMING_GATE", "1")
     assert ev._cache_key(request, "small", "hash", 3) == keys["1"]
+
+
+BF16_NATIVE_SIGMOID = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def sigmoid_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, x / (x + x), mask=mask)  # bf16 arithmetic, wrong on purpose on any backend
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        sigmoid_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+        return out
+"""
+
+
+def test_a_wrong_bf16_result_on_the_interpreter_says_what_the_interpreter_gets_wrong(evaluator) -> None:
+    from ascend_kernel_gym.evaluation.evaluator import BF16_INTERPRETER_NOTE
+    from ascend_kernel_gym.tasks import get_task
+
+    result = evaluator.evaluate(EvalRequest(task=get_task("core/L1/sigmoid"), code=BF16_NATIVE_SIGMOID))
+    assert result.error_type in (ErrorType.VALUE_MISMATCH, ErrorType.NAN_OR_INF), result.error_message
+    assert BF16_INTERPRETER_NOTE in result.warnings
