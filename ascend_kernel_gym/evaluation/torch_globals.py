@@ -101,19 +101,22 @@ class Settings:
                 self.access[name][1](value)
 
 
-_harness: Settings | None = None
+#: the settings as this module found them on import (evaluator children import it before any
+#: code of the candidate's), until :func:`capture` takes them again
+_harness = Settings()
 
 
 def capture() -> Settings:
-    """Take the harness's settings now (call it before any code of the candidate's runs)."""
+    """Take the harness's settings now (call it before any code of the candidate's runs, once the
+    harness set its own, such as the thread count)."""
     global _harness
     _harness = Settings()
     return _harness
 
 
 def harness() -> Settings:
-    """The settings :func:`capture` took (taken now, the first time, if it was never called)."""
-    return _harness if _harness is not None else capture()
+    """The settings :func:`capture` took last (those on import if it was never called)."""
+    return _harness
 
 
 @contextlib.contextmanager
