@@ -34,7 +34,8 @@ from ascend_kernel_gym.evaluation.view_cover import View, gapless, spans_meet, v
 MOVED_BY_PYTORCH = (
     "this task only moves data (its reference computes nothing), and PyTorch moved data inside ModelNew.forward "
     "({op}: a copy that rearranges, converts, broadcasts or reads or writes part of a tensor): that is the task's "
-    "whole work; do the data movement in your Triton kernel (copying whole tensors is fine)"
+    "whole work; do the data movement in your Triton kernel (copying whole tensors is fine; to drop a padded "
+    "buffer's padding, return the slice as a view)"
 )
 
 
@@ -211,11 +212,16 @@ class TaintTracking:
                     self.samples.add(tensor, f"aten.{name} of {source_taint}")
 
     def _plain_source(self, tensor: torch.Tensor) -> bool:
-        """Whether ``tensor`` is an input as passed or memory holding only plain copies of inputs."""
+        """Whether ``tensor`` is an input as passed, unwritten by PyTorch in this call, or memory
+        holding only plain copies of inputs. An input PyTorch copied something into is not: a
+        transpose written into the input's own storage, then cloned, was no plain copy (red team
+        of 2026-12-05, night)."""
         if type(tensor) is not torch.Tensor or tensor.layout != torch.strided:
             return False
         ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
-        return (ptr, view_of(tensor)) in self.input_views or ptr in self.plain
+        if ptr in self.plain:
+            return True
+        return (ptr, view_of(tensor)) in self.input_views and self.tainted.get(ptr) == "an input"
 
     def _copied_input(self, name: str, sources: list[Any], targets: Any) -> str | None:
         """Whether a copy that rearranges or converts reads memory holding a verbatim piece of an input.
@@ -257,9 +263,13 @@ class TaintTracking:
 
     @staticmethod
     def _converts(sources: list[Any], targets: Any) -> bool:
-        """A copy that converts: another dtype on the target."""
+        """A copy that converts: another dtype on the target, or a conjugate or negative view on
+        either side (the copy changes values: ``x.conj()`` copied is not ``x``)."""
         tensors = [t for t in tensors_of(sources) if type(t) is torch.Tensor]
-        return any(o.dtype != t.dtype for o in tensors_of(targets) for t in tensors)
+        ends = tensors_of(targets)
+        if any(torch.Tensor.is_conj(t) or torch.Tensor.is_neg(t) for t in [*tensors, *ends]):
+            return True
+        return any(o.dtype != t.dtype for o in ends for t in tensors)
 
     def _moves(self, name: str, sources: list[Any], targets: Any) -> bool:
         """A copy that rearranges or converts data."""

@@ -742,6 +742,19 @@ def test_only_plain_copies_of_inputs_become_a_kernels_by_in_place_work() -> None
         converted = x.double()
         overwritten = x.clone()
         overwritten.copy_(x.t().contiguous().view(4, 64))
+        conjugated = torch.empty(4, 32, dtype=torch.complex64)
+        conjugated.copy_(torch.view_as_complex(x.view(4, 32, 2)).conj())  # changes values: converts
+        x.copy_(x.t().contiguous().view(4, 64))  # PyTorch's transpose written into the input itself
+        of_written_input = x.clone()
+        names = ("plain", "again", "moved", "converted", "overwritten", "conjugated", "of_written_input")
         reworked = {name: recorder.reworked(t.untyped_storage().data_ptr()) for name, t in locals().items()
-                    if name in ("plain", "again", "moved", "converted", "overwritten")}  # fmt: skip
-    assert reworked == {"plain": True, "again": True, "moved": False, "converted": False, "overwritten": False}
+                    if name in names}  # fmt: skip
+    assert reworked == {
+        "plain": True,
+        "again": True,
+        "moved": False,
+        "converted": False,
+        "overwritten": False,
+        "conjugated": False,
+        "of_written_input": False,
+    }
