@@ -284,8 +284,7 @@ def enter_candidate_call() -> None:
     """
     gc.collect()
     gc.disable()
-    settings = torch_globals.harness()
-    settings.put(settings.values, settings.now())
+    torch_globals.harness().restore()
 
 
 def run_reference(state: ChildState, reference: Any, inputs: list[Any]) -> Any:

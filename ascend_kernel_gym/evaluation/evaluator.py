@@ -608,7 +608,7 @@ class Evaluator:
         if (
             job.backend == "interpreter"
             and result.error_type in (ErrorType.VALUE_MISMATCH, ErrorType.NAN_OR_INF)
-            and "bfloat16" in (job.task.dtype, *(["bfloat16"] if "bfloat16" in job.code else []))
+            and (job.task.dtype == "bfloat16" or "bfloat16" in job.code)
         ):
             result.warnings.append(BF16_INTERPRETER_NOTE)
         if missing_layers:

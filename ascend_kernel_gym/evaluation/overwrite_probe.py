@@ -55,6 +55,8 @@ class OverwriteProbe:
         self.copied = copied
         #: whether :meth:`overwritten` may run the launch again (bounded per call by the recorder)
         self.second_run = True
+        #: the copied storages the launch changed (:meth:`changed`), once compared
+        self._changed: list[int] | None = None
         #: every tensor of the launch, also those nested in tuples and descriptors
         self.tensors: list[torch.Tensor] = [
             v for v in [*args, *kwargs.values()] if type(v) in (torch.Tensor, torch.nn.Parameter)
@@ -133,15 +135,19 @@ class OverwriteProbe:
         return probe
 
     def changed(self) -> list[int]:
-        """The copied storages the launch changed (in any byte)."""
-        return [ptr for ptr in self.copied if not _same_bytes(self.snapshots[ptr][0], self.snapshots[ptr][1])]
+        """The copied storages the launch changed (in any byte); compared once per launch."""
+        if self._changed is None:
+            self._changed = [
+                ptr for ptr in self.copied if not _same_bytes(self.snapshots[ptr][0], self.snapshots[ptr][1])
+            ]
+        return list(self._changed)
 
     def overwritten(self, launch: Callable[[tuple[Any, ...], dict[str, Any]], Any]) -> list[int]:
         """The copied storages the launch overwrote entirely and independently; ``launch`` runs the
         kernel again on given arguments."""
         if not self.second_run:
             return []
-        changed = [ptr for ptr in self.copied if not _same_bytes(self.snapshots[ptr][0], self.snapshots[ptr][1])]
+        changed = self.changed()
         scratch: dict[int, Any] = {}
         for ptr, (_, before) in self.snapshots.items():
             copy = before.clone()

@@ -25,7 +25,7 @@ from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.input_copies import copied_input_piece, widened_from
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.sandbox_rules import DATA_TORCH_OPS, FILL_TORCH_OPS, REARRANGING_TORCH_OPS
-from ascend_kernel_gym.evaluation.view_cover import View, gapless, spans_meet, view_of
+from ascend_kernel_gym.evaluation.view_cover import View, covers_storage, spans_meet, view_of
 
 #: the refusal of a PyTorch copy that rearranges, converts or copies part of a tensor in a task
 #: that only moves data: PyTorch would do the task's whole work, also on data a kernel merely
@@ -123,11 +123,10 @@ class TaintTracking:
         elements)."""
         if tensor.layout != torch.strided:
             return
-        storage = torch.Tensor.untyped_storage(tensor)
-        view = view_of(tensor)
-        self.writes.append((name, storage.data_ptr(), view))
-        if view.byte_span() == (0, storage.nbytes()) and gapless(view):
-            self.untaint(storage.data_ptr())
+        ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
+        self.writes.append((name, ptr, view_of(tensor)))
+        if covers_storage(tensor):
+            self.untaint(ptr)
 
     def untaint(self, ptr: int) -> None:
         self.tainted.pop(ptr, None)
@@ -177,7 +176,9 @@ class TaintTracking:
                 return
             # ``fill_`` given a 0-d tensor copies that element into every element of its target: a
             # copy like any other (red team of 2026-12-05, one input element moved per fill)
-        if self.moving_task and self._moves(name, sources, targets):
+        rearranging = self._rearranges(name, sources, targets)
+        converting = self._converts(sources, targets)
+        if self.moving_task and (rearranging or converting) and tensors_of(sources):
             # the input's data as much as a kernel's: in pieces too small to sample, then encoded and
             # decoded by kernels, PyTorch's moving of the input would leave no trace in the output
             self.refuse(StageError(ErrorType.TORCH_FALLBACK, MOVED_BY_PYTORCH.format(op=f"aten.{name}")))
@@ -187,20 +188,15 @@ class TaintTracking:
             if found is not None:
                 source_taint = found
                 break
-        if source_taint is None:
-            source_taint = self._copied_input(name, sources, targets)
+        if source_taint is None and (rearranging or converting):
+            source_taint = self._copied_input(sources, rearranging)
         if source_taint is None:
             return
         # Only rearranged data leaves pieces: a conversion alone (an upcast before an elementwise
         # kernel that is the identity on part of the values, as relu on positive inputs) is honest
         # code whose output may hold long runs of it, and laundering a conversion gains a task
         # nothing but a conversion, which the data-movement rule refuses.
-        rearranging = self._rearranges(name, sources, targets)
-        plain = (
-            not rearranging
-            and not self._converts(sources, targets)
-            and all(self._plain_source(t) for t in tensors_of(sources))
-        )
+        plain = not rearranging and not converting and all(self._plain_source(t) for t in tensors_of(sources))
         for tensor in tensors_of(targets):
             if tensor.layout == torch.strided:
                 ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
@@ -221,10 +217,15 @@ class TaintTracking:
         ptr = torch.Tensor.untyped_storage(tensor).data_ptr()
         if ptr in self.plain:
             return True
-        return (ptr, view_of(tensor)) in self.input_views and self.tainted.get(ptr) == "an input"
+        return self._input_as_passed(tensor) and self.tainted.get(ptr) == "an input"
 
-    def _copied_input(self, name: str, sources: list[Any], targets: Any) -> str | None:
-        """Whether a copy that rearranges or converts reads memory holding a verbatim piece of an input.
+    def _input_as_passed(self, tensor: torch.Tensor) -> bool:
+        """Whether ``tensor`` is one of the call's inputs, the very view that was passed."""
+        return (torch.Tensor.untyped_storage(tensor).data_ptr(), view_of(tensor)) in self.input_views
+
+    def _copied_input(self, sources: list[Any], rearranging: bool) -> str | None:
+        """Whether a copy that rearranges or converts (the caller decides which) reads memory holding a
+        verbatim piece of an input.
 
         Rearranging: see :meth:`_rearranges` (a strided view, ``cat`` / ``stack`` / padding, a
         broadcast, part of an allocation); converting: another dtype on the target. A copy of a
@@ -235,9 +236,6 @@ class TaintTracking:
         before PyTorch's transposing cast changed no value.
         """
         tensors = [t for t in tensors_of(sources) if type(t) is torch.Tensor]
-        rearranging = self._rearranges(name, sources, targets)
-        if not (rearranging or self._converts(sources, targets)):
-            return None
         if any(copied_input_piece(t, self.input_bytes) for t in tensors):
             return "an unchanged copy of an input"
         if rearranging and any(
@@ -271,12 +269,6 @@ class TaintTracking:
             return True
         return any(o.dtype != t.dtype for o in ends for t in tensors)
 
-    def _moves(self, name: str, sources: list[Any], targets: Any) -> bool:
-        """A copy that rearranges or converts data."""
-        if not tensors_of(sources):
-            return False
-        return self._rearranges(name, sources, targets) or self._converts(sources, targets)
-
     def _partial(self, sources: list[torch.Tensor], targets: list[torch.Tensor]) -> bool:
         """Whether a copy reads or writes part of an allocation (other than an input as passed).
 
@@ -288,13 +280,9 @@ class TaintTracking:
         for tensor in [*sources, *targets]:
             if type(tensor) is not torch.Tensor or tensor.layout != torch.strided:
                 return True
-            if torch.Tensor.numel(tensor) == 0:
+            if torch.Tensor.numel(tensor) == 0 or self._input_as_passed(tensor):
                 continue
-            storage = torch.Tensor.untyped_storage(tensor)
-            view = view_of(tensor)
-            if (storage.data_ptr(), view) in self.input_views:
-                continue
-            if view.byte_span() != (0, storage.nbytes()) or not gapless(view):
+            if not covers_storage(tensor):
                 return True
         return False
 

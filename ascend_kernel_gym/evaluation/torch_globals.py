@@ -94,6 +94,10 @@ class Settings:
         """The current values of the settings captured here."""
         return {name: get() for name, (get, _) in self.access.items()}
 
+    def restore(self) -> None:
+        """Put every captured setting back where it differs now."""
+        self.put(self.values, self.now())
+
     def put(self, values: dict[str, Any], current: dict[str, Any]) -> None:
         """Set each setting whose value in ``current`` differs from ``values``."""
         for name, value in values.items():

@@ -101,3 +101,9 @@ def gapless(view: View) -> bool:
             return False
         reach = stride * size
     return True
+
+
+def covers_storage(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor``'s view reaches every byte of its storage, each once (a whole allocation)."""
+    view = view_of(tensor)
+    return view.byte_span() == (0, torch.Tensor.untyped_storage(tensor).nbytes()) and gapless(view)
