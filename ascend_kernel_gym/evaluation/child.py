@@ -35,13 +35,13 @@ from ascend_kernel_gym.evaluation.errors import (
 )
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.local_judge import LocalJudgeLink
-from ascend_kernel_gym.evaluation.process import ChildSetup, Prepared, device_name, limit_memory, prepare
+from ascend_kernel_gym.evaluation.process import ChildSetup, Prepared, device_name, limit_memory, own_rss_bytes, prepare
 from ascend_kernel_gym.evaluation.reference_judge import judge_main
 from ascend_kernel_gym.evaluation.reference_run import reference_main
 from ascend_kernel_gym.evaluation.result import ErrorType, Stage
 from ascend_kernel_gym.evaluation.snapshot import check_snapshot
 from ascend_kernel_gym.evaluation.state import ChildState, PartTimer, ResultWriter, apply_failure
-from ascend_kernel_gym.evaluation.timing import run_timing
+from ascend_kernel_gym.evaluation.timing_stage import run_timing
 from ascend_kernel_gym.evaluation.wire import JOB_TAKEN, READY, RESULT, ZygoteLink, read_message
 
 
@@ -92,7 +92,14 @@ def child_main(job: Job, result_fd: int, token: str, prepared: Prepared | None =
         marker = RESULT
     writer = ResultWriter(result_fd, token, marker)
     result = job.first_result()
-    state = ChildState(job=job, result=result, writer=writer, sandbox=job.sandbox, link=prepared and prepared.link)
+    state = ChildState(
+        job=job,
+        result=result,
+        writer=writer,
+        sandbox=job.sandbox,
+        link=prepared and prepared.link,
+        start_rss=prepared.start_rss if prepared is not None else own_rss_bytes(),
+    )
     interpreter_memcheck.reset()  # what the zygote's warm-up launched is not this evaluation's
     try:
         _evaluate(state, prepared)

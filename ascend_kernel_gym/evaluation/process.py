@@ -146,11 +146,14 @@ class Prepared:
     link: ZygoteLink | None = None
     #: which OS sandbox layers are on (None: the sandbox was not asked for)
     os_sandbox: SandboxReport | None = None
+    #: the process's resident set when it started (forked): what it grows past this counts
+    #: against the job's host-memory cap
+    start_rss: int = 0
 
 
 def prepare(setup: ChildSetup) -> Prepared:
     """Set the process up and initialise the device; never raises (the error is kept for the job)."""
-    prepared = Prepared()
+    prepared = Prepared(start_rss=own_rss_bytes())
     started = time.perf_counter()
     try:
         _setup_process(setup)
@@ -261,6 +264,15 @@ def limit_memory(job: Job) -> None:
             # cap: a hard limit cannot be raised again.
             limit = min(limit, hard)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def own_rss_bytes() -> int:
+    """This process's resident set in bytes (0 where ``/proc`` cannot be read)."""
+    try:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _vm_size_bytes() -> int:

@@ -79,6 +79,8 @@ class ChildState:
     #: shape cases construct more instances)
     model_cls: Any = None
     init_seed: int = 0
+    #: the process's resident set when it started (:attr:`.process.Prepared.start_rss`)
+    start_rss: int = 0
     t_stage: float = field(default_factory=time.perf_counter)
 
     def stage(self, stage: Stage) -> None:

@@ -1,7 +1,7 @@
-"""The timing stage for device backends (cuda, npu): candidate and reference timed side by side.
+"""The timing measurement for device backends (cuda, npu): candidate and reference timed side by side.
 
-Protocol (one child, after correctness passed; :func:`run_timing` sets it up, the measurement
-itself is :func:`time_side_by_side`):
+Protocol (one child, after correctness passed; :func:`.timing_stage.run_timing` sets it up, the
+measurement itself is :func:`time_side_by_side`):
 
 - every timed round draws a fresh input set from the task (``placement.RoundInputs``; warm-up
   uses one set of its own), so a model that caches results by input content, even with a
@@ -37,8 +37,9 @@ itself is :func:`time_side_by_side`):
   then tells the zygote, which gives the device's lease back: nothing below needs a quiet
   device) each copy is compared with the reference's output on the same inputs (computed again,
   untimed, through the harness's reference path), so a patch that would slow the reference
-  down, or a call that skipped its work, is caught. Where the copies would take more than
-  ``DEFER_MEMORY_SHARE`` of the free memory, each is compared in its round instead;
+  down, or a call that skipped its work, is caught. A copy that fits neither the evaluation's
+  share of device memory nor the child's host allowance is compared in its round instead
+  (:class:`.timing_stage.KeptOutputs`);
 - before every ``RELOCATE_EVERY``-th round, when the caller passes ``relocate`` (the child does on
   CUDA when a kernel spills registers: ``placement.LocalMemory``), memory the harness does not
   place is moved, untimed, and each model is called once untimed, so an evaluation samples 25
@@ -59,38 +60,21 @@ Device events come from ``torch.cuda`` or ``torch.npu`` with the same code; on t
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import math
 import random
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from ascend_kernel_gym.evaluation import device_gate, placement
-from ascend_kernel_gym.evaluation.compare import outputs_close
-from ascend_kernel_gym.evaluation.correctness import (
-    call_candidate,
-    enter_candidate_call,
-    reference_slack,
-    run_reference,
-)
-from ascend_kernel_gym.evaluation.errors import StageError, candidate_failure
-from ascend_kernel_gym.evaluation.inputs import clone_inputs, make_inputs
-from ascend_kernel_gym.evaluation.job import Job
-from ascend_kernel_gym.evaluation.outputs import OutputCheckError, detach_copy, plain_output
-from ascend_kernel_gym.evaluation.placement import min_bytes
+from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.result import ErrorType
-from ascend_kernel_gym.evaluation.snapshot import check_snapshot
-from ascend_kernel_gym.evaluation.state import ChildState
 from ascend_kernel_gym.evaluation.trimmed import TRIM, trimmed_mean
 
 FLUSH_BYTES = 256 * 1024 * 1024
-IMPLAUSIBLE_SPEEDUP = 10.0
 #: wall seconds of warm-up calls (at least ``warmup`` calls each) before the timed rounds
 WARMUP_S = 0.05
 MAX_WARMUP_CALLS = 200
@@ -616,273 +600,3 @@ def _keeping_stream(prepare: Callable[[int], Any], dev: Any) -> Callable[[int], 
         return checked
 
     return prepared
-
-
-def _in_reference_state(reference: Any) -> Callable[..., Any]:
-    """``reference`` called with grad mode off (every timed call too); the harness's other settings
-    are put in place before each call, untimed (:func:`_starting_clean`)."""
-
-    def call(*inputs: Any) -> Any:
-        with torch.no_grad():
-            return reference(*inputs)
-
-    return call
-
-
-def _starting_clean(prepare: Callable[[int], Any]) -> Callable[[int], Any]:
-    """``prepare`` after :func:`.correctness.enter_candidate_call`: every call of either model in the
-    timing stage starts as the recorded calls do (collected, collector off, the harness's
-    settings), untimed, so no call can tell a timed round from a trial or an audit."""
-
-    def prepared(k: int) -> Any:
-        enter_candidate_call()
-        return prepare(k)
-
-    return prepared
-
-
-def plausibility_warnings(
-    timing: TimingResult, inputs: list[Any], outputs: Any, bandwidth_gbps: float | None
-) -> list[str]:
-    """Warnings for speedups that are too good to be true."""
-    warnings = []
-    if timing.speedup > IMPLAUSIBLE_SPEEDUP:
-        warnings.append(
-            f"implausible speedup {timing.speedup:.1f}x (> {IMPLAUSIBLE_SPEEDUP:.0f}x): check the kernel computes the "
-            "full result"
-        )
-    if bandwidth_gbps:
-        floor_ms = min_bytes(inputs, outputs) / (bandwidth_gbps * 1e9) * 1e3
-        if timing.kernel_ms < 0.9 * floor_ms:
-            warnings.append(
-                f"kernel time {timing.kernel_ms:.4f} ms is below the memory-bandwidth floor {floor_ms:.4f} ms for "
-                "reading the inputs and writing the outputs once"
-            )
-    return warnings
-
-
-# --- the stage in the child ----------------------------------------------------------------------
-
-
-#: share of the device's free memory the timing stage's arenas, kept outputs and spacers of both
-#: models may take
-TIMING_MEMORY_SHARE = 0.25
-
-
-def run_timing(
-    state: ChildState, task_module: Any, reference: Any, candidate: Any, device: torch.device, rng: random.Random
-) -> None:
-    """Time the candidate against the reference (:func:`time_side_by_side`) and record the result.
-
-    Sets up each model's input arena (:mod:`.placement`), the untimed checks of the rounds (the
-    library snapshot, outputs compared with the reference's, recorded audit calls), the count of
-    side-stream launches and the quiet device, then fills ``ref_ms``, ``kernel_ms``, ``speedup``,
-    ``timing`` and the plausibility warnings.
-    """
-    job, result = state.job, state.result
-    atol, rtol = job.task.atol, job.task.rtol
-    started = time.perf_counter()
-    # Wall seconds outside the timed calls: drawing inputs, and the checks (of which: reference
-    # re-runs, recorded audit calls, output comparisons, copies kept for after the timed calls).
-    spent = dict.fromkeys(("inputs", "checks", "reference_reruns", "audit_calls", "compare", "keep"), 0.0)
-
-    @contextlib.contextmanager
-    def spending(part: str) -> Iterator[None]:
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            spent[part] += time.perf_counter() - t0
-
-    def draw_inputs(seed: int) -> list[Any]:
-        with spending("inputs"):
-            return make_inputs(task_module, seed, "task", device)
-
-    def timed_part(part: Callable[[int], None]) -> Callable[[int], None]:
-        def run(k: int) -> None:
-            with spending("checks"):
-                part(k)
-
-        return run
-
-    # Each round's set is drawn in its round, not ahead: a set in device memory before its round is
-    # one a kernel reading beyond its arguments could find and answer in advance.
-    source = placement.RoundInputs(draw_inputs, rng.getrandbits(62))
-    first = source[0]
-    first_out = detach_copy(run_reference(state, reference, clone_inputs(first)))
-    share = TIMING_MEMORY_SHARE * min(1.0, max(0.0, job.device_share))
-    ring, slack = placement.timing_memory([first], first_out, device, share)
-    arenas = {
-        name: placement.InputArena(model, source, rng, slack=slack, output_ring=ring)
-        for name, model in (("candidate", candidate), ("reference", _in_reference_state(reference)))
-    }
-    expected: dict[int, tuple[Any, Any]] = {}
-
-    def reference_output(k: int) -> tuple[Any, Any]:
-        """The reference's output on round ``k``'s inputs and its precision slack (untimed)."""
-        if k not in expected:
-            expected.clear()
-            inputs = source[k]
-            with spending("reference_reruns"):
-                out = detach_copy(run_reference(state, reference, clone_inputs(inputs)))
-                expected[k] = (out, reference_slack(state, reference, inputs, out))
-        return expected[k]
-
-    def check_output(out: Any, k: int) -> None:
-        ref_out, ref_slack = reference_output(k)
-        with spending("compare"):
-            close = outputs_close(out, ref_out, atol, rtol, ref_slack)
-        if not close:
-            raise StageError(
-                ErrorType.VALUE_MISMATCH,
-                "the output changed during timing (a result cached across calls, or work skipped once timing "
-                "started); compute the output from the inputs on every call",
-            )
-
-    # The checked and audited rounds' outputs are compared with the reference's once the timed
-    # calls are over (and the device's lease is given back), when their copies fit in memory.
-    deferred: list[tuple[Any, int]] | None = [] if defer_checks(first_out, device, job.device_share) else None
-
-    def check_later(out: Any, k: int) -> None:
-        if deferred is None:
-            check_output(out, k)
-        else:
-            with spending("keep"):
-                deferred.append((detach_copy(out), k))
-
-    def audit(k: int) -> None:
-        with spending("audit_calls"):
-            call = call_candidate(state, candidate, arenas["candidate"].load(k), False)
-        check_later(call.output, k)
-
-    def after_candidate(k: int) -> None:
-        if state.snapshot is not None:
-            check_snapshot(state.snapshot)
-
-    def check(k: int) -> None:
-        try:
-            out = plain_output(arenas["candidate"].last_output)  # no code of the candidate runs
-        except OutputCheckError as problem:
-            raise StageError(ErrorType.WRONG_OUTPUT_TYPE, f"during timing: {problem}") from None
-        check_later(out, k)
-
-    # Only kernels that spill use the context's local memory enough for its place to matter;
-    # moving it costs a reallocation of up to a few hundred MB each time.
-    spills = state.recorder.max_spills if state.recorder is not None else 0
-    local_memory = placement.LocalMemory.for_device(device, rng) if spills > 0 else None
-    gate, no_gate = device_gate.ready()
-    set_up = time.perf_counter()
-    try:
-        side_streams = _watch_side_streams(state, device)
-        with torch.no_grad():
-            timing = time_side_by_side(
-                _starting_clean(arenas["candidate"].prepare),
-                _starting_clean(arenas["reference"].prepare),
-                timed_part(audit),
-                device_type=device.type,
-                num_sets=job.profile_reps,  # a fresh input set in every round
-                reps=job.profile_reps,
-                warmup=job.profile_warmup,
-                rng=rng,
-                flush_bytes=FLUSH_BYTES if device.type != "cpu" else 1 << 20,
-                after_candidate=timed_part(after_candidate),
-                check=timed_part(check),
-                side_stream_launches=side_streams,
-                relocate=local_memory.move if local_memory is not None else None,
-                quiet=state.link.wait_quiet if state.link is not None else None,
-                gate=gate if device.type == "cuda" else None,
-                budget_s=job.profile_budget_s,
-            )
-    except StageError:
-        raise
-    except BaseException as exc:  # noqa: BLE001
-        raise candidate_failure(exc, "timing failed: ", state.candidate_file) from None
-    finally:
-        gc.enable()  # every call of the stage left it off (``enter_candidate_call``)
-        if local_memory is not None:
-            local_memory.restore()
-    timed = time.perf_counter()
-    if state.link is not None:
-        state.link.timing_over()  # the device's lease goes back; the checks below need no quiet device
-    with spending("checks"):
-        for out, k in deferred or ():
-            check_output(out, k)
-    deferred = None
-    result.ref_ms = round(timing.ref_ms, 6)
-    result.kernel_ms = round(timing.kernel_ms, 6)
-    result.speedup = round(timing.speedup, 4)
-    result.timing = timing.details
-    result.timing["arena_slack_bytes"] = slack
-    result.timing["outputs_kept"] = ring
-    result.timing["local_memory_moves"] = local_memory.moves if local_memory is not None else 0
-    result.timing["max_spills"] = spills
-    if device.type != "cpu":
-        result.timing["gate"] = "on" if gate is not None else no_gate
-    result.timing["phase_s"] = {
-        "setup": round(set_up - started, 4),
-        **result.timing.get("phase_s", {}),
-        "after_timing": round(time.perf_counter() - timed, 4),
-        **{name: round(seconds, 4) for name, seconds in spent.items()},
-    }
-    if timing.quiet is not None:
-        result.timing["quiet_wait_s"], result.timing["quiet_granted"] = timing.quiet
-    result.warnings.extend(plausibility_warnings(timing, first, first_out, _bandwidth_gbps(job)))
-
-
-#: share of the device's free memory the copies of the checked rounds' outputs may take while they
-#: wait for the end of the timed calls; past it each is compared right away (inside the lease)
-DEFER_MEMORY_SHARE = 0.1
-#: where the free memory cannot be read (the CPU), the copies may take this many bytes
-DEFER_DEFAULT_BYTES = 1 << 30
-#: the most outputs kept for later: every checked round and every audit round
-DEFERRED_MAX = 20
-
-
-def defer_checks(output: Any, device: torch.device, device_share: float = 1.0) -> bool:
-    """Whether the copies of :data:`DEFERRED_MAX` outputs like ``output`` fit in memory for later
-    (in ``device_share`` of the room: the share of the device this evaluation has)."""
-    need = DEFERRED_MAX * min_bytes([], output)
-    free = placement.free_memory(device)
-    return need <= (DEFER_DEFAULT_BYTES if free is None else DEFER_MEMORY_SHARE * free) * device_share
-
-
-def _watch_side_streams(state: ChildState, device: torch.device) -> Callable[[], int] | None:
-    """Count Triton launches on a stream other than the one timing events are recorded on."""
-    module = getattr(torch, device.type, None) if device.type != "cpu" else None
-    current = getattr(module, "current_stream", None)
-    if state.recorder is None or current is None:
-        return None
-    timing_stream = current()
-    handle = getattr(timing_stream, "cuda_stream", None) or getattr(timing_stream, "npu_stream", None)
-    seen = [0]
-
-    def probe() -> None:
-        if current() != timing_stream:
-            seen[0] += 1
-
-    def probe_handle(stream: Any) -> None:
-        if handle is not None and isinstance(stream, int) and stream != handle:
-            seen[0] += 1
-
-    state.recorder.stream_probe = probe
-    state.recorder.stream_handle_probe = probe_handle
-    return lambda: seen[0]
-
-
-def _bandwidth_gbps(job: Job) -> float | None:
-    try:
-        from ascend_kernel_gym.ascend.chips import load_chip
-    except ImportError:
-        return None
-    try:
-        if job.backend == "npu":
-            return float(load_chip(job.ascend_profile).hbm_bandwidth_gbps)
-        if job.backend != "cuda":
-            return None
-        name = torch.cuda.get_device_name(0)
-        for chip in ("H200",):
-            if chip in name:
-                return float(load_chip(chip).hbm_bandwidth_gbps)
-    except Exception:  # noqa: BLE001
-        return None
-    return None
