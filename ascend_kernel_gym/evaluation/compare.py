@@ -194,9 +194,15 @@ def rounding_moves(ref: Any, moved: Any) -> list[torch.Tensor | None] | None:
     return _finite_gaps(ref, moved, _TENSOR.is_floating_point)
 
 
+#: elements per piece of a gap computation: its float64 temporaries take a few hundred MB at most
+#: (a whole 512 MB bfloat16 output at once took about 12 GB of them on the device)
+GAP_CHUNK = 1 << 24
+
+
 def _finite_gaps(ref: Any, other: Any, wanted: Callable[[torch.Tensor], bool]) -> list[torch.Tensor | None] | None:
     """``|ref - other|`` in float32 per tensor of ``ref`` that ``wanted`` picks (0 where either side
-    is not finite; ``None`` for the others), on ``ref``'s device; ``None`` when the structures differ."""
+    is not finite; ``None`` for the others), on ``ref``'s device; ``None`` when the structures differ.
+    Computed in float64, :data:`GAP_CHUNK` elements at a time."""
     try:
         pairs = flatten_outputs(other, ref)
     except OutputCheckError:
@@ -206,11 +212,44 @@ def _finite_gaps(ref: Any, other: Any, wanted: Callable[[torch.Tensor], bool]) -
         if not wanted(base) or tuple(second.shape) != tuple(base.shape):
             gaps.append(None)
             continue
-        a = _TENSOR.to(base, torch.float64)
-        b = _TENSOR.to(second, device=base.device, dtype=torch.float64)
-        err = torch.where(torch.isfinite(a) & torch.isfinite(b), (a - b).abs(), torch.zeros_like(a))
-        gaps.append(_TENSOR.to(err, torch.float32))
+        flat_a = _TENSOR.reshape(base, -1)
+        flat_b = _TENSOR.reshape(_TENSOR.to(second, device=base.device), -1)
+        err = torch.empty(flat_a.numel(), dtype=torch.float32, device=base.device)
+        for start in range(0, flat_a.numel(), GAP_CHUNK):
+            a = _TENSOR.to(flat_a[start : start + GAP_CHUNK], torch.float64)
+            b = _TENSOR.to(flat_b[start : start + GAP_CHUNK], torch.float64)
+            gap = (a - b).abs_().masked_fill_(~(torch.isfinite(a) & torch.isfinite(b)), 0.0)
+            err[start : start + GAP_CHUNK] = gap
+        gaps.append(_TENSOR.reshape(err, base.shape))
     return gaps
+
+
+#: a slack stored in float16 / bfloat16 is first multiplied by this: rounding to the nearest
+#: value of the narrower type then never lowers it (bfloat16 keeps 8 significant bits)
+_ROUND_UP = 1.0 + 2.0**-7
+
+
+def compact_slack(slack: list[torch.Tensor | None], ref: Any) -> list[torch.Tensor | None]:
+    """``slack`` (one entry per tensor of the reference output ``ref``) stored small: ``None`` where
+    it is zero everywhere (an exact reference: a transpose, a ReLU), in the output's own dtype for a
+    float16 / bfloat16 output, rounded up (never below the float32 value, except below the
+    narrower type's normal range, by less than its smallest step; clamped to its largest finite
+    value, which only tightens). The judge keeps one per trial on the device."""
+    try:
+        leaves = [leaf for _, leaf, _ in flatten_outputs(ref, ref)]  # the order of the slack's entries
+    except OutputCheckError:
+        leaves = []
+    out: list[torch.Tensor | None] = []
+    for i, gap in enumerate(slack):
+        leaf = leaves[i] if i < len(leaves) else None
+        if gap is None or not bool(_TENSOR.any(gap)):
+            out.append(None)
+            continue
+        if isinstance(leaf, torch.Tensor) and leaf.dtype in LOW_PRECISION and gap.dtype == torch.float32:
+            top = torch.finfo(leaf.dtype).max
+            gap = _TENSOR.to(_TENSOR.clamp_(gap * _ROUND_UP, max=top), leaf.dtype)
+        out.append(gap)
+    return out
 
 
 def _as_tensor(value: Any) -> Any:

@@ -24,7 +24,7 @@ from typing import Any, NoReturn
 
 import torch
 
-from ascend_kernel_gym.evaluation.compare import all_finite, inputs_equal, rounding_moves
+from ascend_kernel_gym.evaluation.compare import all_finite, compact_slack, inputs_equal, rounding_moves
 from ascend_kernel_gym.evaluation.errors import (
     REFERENCE_BROKE_DEVICE,
     StageError,
@@ -255,8 +255,12 @@ def _sensitivity(loaded: LoadedReference, device: torch.device, base: list[Any],
         moved = []
         for x in clone_inputs(base):
             if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
-                signs = torch.randint(0, 2, x.shape, generator=gen, device=x.device).to(x.dtype).mul_(2).sub_(1)
-                x = x + x * signs * torch.finfo(x.dtype).eps
+                # x + x * sign * eps, in place in the clone (int8 signs: an int64 draw took 8 bytes
+                # per element, 4 GB on a 512 MB bfloat16 input)
+                signs = torch.randint(0, 2, x.shape, generator=gen, device=x.device, dtype=torch.int8)
+                step = signs.to(x.dtype).mul_(2).sub_(1).mul_(x).mul_(torch.finfo(x.dtype).eps)
+                del signs
+                x = x.add_(step)
             moved.append(x)
         try:
             again = run_once(loaded.reference, moved, device, [])
@@ -342,5 +346,5 @@ def _reference_trial(
     if moves is not None and any(m is not None and bool(m.any()) for m in moves):
         own = list(slack_values) if slack_values is not None else [None] * len(moves)
         slack_values = [_wider(a, b) for a, b in zip(own, moves, strict=True)]
-    entry["slack"] = encode_tree(list(slack_values), tensors) if slack_values is not None else None
+    entry["slack"] = encode_tree(compact_slack(list(slack_values), out), tensors) if slack_values is not None else None
     return entry

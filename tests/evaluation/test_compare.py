@@ -163,3 +163,49 @@ def test_rounding_moves_measure_how_far_the_reference_moved() -> None:
     assert moves is not None and moves[1] is None  # integer outputs get no slack
     assert moves[0].tolist() == [0.5, 0.0, 0.0]  # where either side is not finite: none
     assert rounding_moves(ref, (moved[0],)) is None  # another structure
+
+
+def test_gaps_computed_in_pieces_equal_the_whole_computation(monkeypatch) -> None:
+    from ascend_kernel_gym.evaluation import compare as compare_module
+
+    gen = torch.Generator().manual_seed(3)
+    ref = torch.randn(37, 29, generator=gen).to(torch.bfloat16).t()  # not contiguous
+    hi = ref.float() + torch.randn(29, 37, generator=gen) * 1e-2
+    hi[3, 4] = float("nan")
+    hi[5, 6] = float("inf")
+    whole = precision_slack(ref, hi)
+    monkeypatch.setattr(compare_module, "GAP_CHUNK", 7)  # 1073 elements in 154 pieces
+    pieces = precision_slack(ref, hi)
+    assert whole is not None and pieces is not None
+    expected = torch.where(
+        torch.isfinite(hi), (ref.double() - hi.double()).abs(), torch.zeros((), dtype=torch.float64)
+    ).float()
+    assert pieces[0].shape == ref.shape and torch.equal(pieces[0], whole[0]) and torch.equal(whole[0], expected)
+    assert float(pieces[0][3, 4]) == 0.0 and float(pieces[0][5, 6]) == 0.0
+
+
+def test_a_compact_slack_is_never_narrower_and_takes_no_room_where_it_is_zero() -> None:
+    from ascend_kernel_gym.evaluation.compare import compact_slack
+
+    gen = torch.Generator().manual_seed(5)
+    wide = torch.rand(4096, generator=gen) * torch.logspace(-4, 4, 4096)  # float32, many magnitudes
+    out16 = torch.zeros(4096, dtype=torch.float16)
+    out_bf = torch.zeros(4096, dtype=torch.bfloat16)
+    out32 = torch.zeros(4096)
+    zero = torch.zeros(4096)
+    huge = torch.full((4,), 1e6)  # beyond float16's range: clamped to its largest value, not inf
+    compact = compact_slack(
+        [wide, wide, wide, zero, None, huge], (out16, out_bf, out32, out32, torch.ones(2, dtype=torch.int64), out16[:4])
+    )
+    half, brain, single, nothing, integer, clamped = compact
+    assert half.dtype == torch.float16 and brain.dtype == torch.bfloat16 and single is wide
+    normal = wide >= torch.finfo(torch.float16).tiny  # below it float16 steps by 6e-8
+    assert bool((half.float()[normal] >= wide[normal]).all()) and bool((brain.float() >= wide).all())
+    assert float((brain.float() / wide).max()) < 1.02  # rounded up by less than 2 %
+    assert nothing is None and integer is None  # zero everywhere, or no slack at all
+    assert bool(torch.isfinite(clamped).all()) and float(clamped.max()) == torch.finfo(torch.float16).max
+    # a float16 reference's own error still lets the exact answer through once stored compact
+    x = torch.linspace(-3, 3, 4096, dtype=torch.float16)
+    ref, exact = _fp16_chain(x), _fp16_chain(x.float()).half()
+    stored = compact_slack(precision_slack(ref, _fp16_chain(x.float())), ref)
+    assert stored[0].dtype == torch.float16 and compare(exact, ref, 1e-2, 1e-2, stored[0]).ok
