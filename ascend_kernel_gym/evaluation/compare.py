@@ -194,9 +194,9 @@ def rounding_moves(ref: Any, moved: Any) -> list[torch.Tensor | None] | None:
     return _finite_gaps(ref, moved, _TENSOR.is_floating_point)
 
 
-#: elements per piece of a gap computation: its float64 temporaries take a few hundred MB at most
+#: elements per piece of a gap computation: its float64 temporaries take about 100 MB at most
 #: (a whole 512 MB bfloat16 output at once took about 12 GB of them on the device)
-GAP_CHUNK = 1 << 24
+GAP_CHUNK = 1 << 22
 
 
 def _finite_gaps(ref: Any, other: Any, wanted: Callable[[torch.Tensor], bool]) -> list[torch.Tensor | None] | None:
