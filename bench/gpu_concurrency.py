@@ -188,6 +188,8 @@ def row_of(item: dict[str, Any], result: EvalResult, finished_s: float) -> dict[
         # wall seconds of the timing stage's parts (the lease covers "rounds"; the host summary
         # splits them into input loads and timed calls)
         "phase_s": result.timing.get("phase_s"),
+        # where the checked rounds' output copies waited: device, host memory, or compared at once
+        "checks_kept": result.timing.get("checks_kept"),
         "stages": result.stage_durations,
         # peak device memory (MiB) of the candidate's child and the judging reference child
         "memory_mb": result.device_memory_mb,
@@ -269,6 +271,13 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
                 f"- c={run['per_device']} {run['order']}: verdicts changed: {', '.join(cmp['verdicts_changed'])}"
             )
     for run in runs:
+        kept = [row.get("checks_kept") or {} for row in run["rows"]]
+        if any(kept):
+            where = {key: sum(int(k.get(key, 0)) for k in kept) for key in ("device", "host", "at_once")}
+            lines.append(
+                f"- c={run['per_device']} {run['order']}: checked outputs kept on the device {where['device']}, "
+                f"in host memory {where['host']}, compared inside the lease {where['at_once']}"
+            )
         if run.get("retries") or run.get("memory_waits"):
             lines.append(
                 f"- c={run['per_device']} {run['order']}: {run.get('retries', 0)} run again alone after an "
