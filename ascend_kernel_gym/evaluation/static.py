@@ -16,9 +16,10 @@ import threading
 from dataclasses import dataclass, field
 
 from ascend_kernel_gym.evaluation import sandbox_rules as rules
+from ascend_kernel_gym.evaluation import static_names
 from ascend_kernel_gym.evaluation.result import HACK_ERROR_TYPES, ErrorType
 from ascend_kernel_gym.evaluation.static_kernels import kernel_name_problems
-from ascend_kernel_gym.evaluation.static_names import binding_problems, is_main_guard, name_problems
+from ascend_kernel_gym.evaluation.static_names import is_main_guard
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
 #: warnings a report keeps (then one line says how many more there were)
@@ -843,12 +844,6 @@ def _is_private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
-def _set_parents(tree: ast.AST) -> None:
-    for parent in ast.walk(tree):
-        for child in ast.iter_child_nodes(parent):
-            child._akg_parent = parent  # type: ignore[attr-defined]
-
-
 def check_source(code: str) -> StaticReport:
     """Run the static stage on candidate source. Never raises on bad input."""
     if not code or not code.strip():
@@ -883,15 +878,18 @@ def check_source(code: str) -> StaticReport:
         return report
     checker = _Checker(tree)
     try:
-        _set_parents(tree)
+        static_names.set_parents(tree)
         checker.collect_aliases()
-        for problem in binding_problems(tree):
+        several, alternate_paths = static_names.alternate_import_paths(tree)
+        for problem in static_names.binding_problems(tree) + several:
             checker.fail_line(problem.line, problem.message)
+        for node, path in alternate_paths:  # the resolver follows one import of the name: each is checked
+            checker.check_path(node, path)
         for problem in kernel_name_problems(tree, checker.is_kernel, checker.is_triton_function, checker.resolve):
             checker.fail_line(problem.line, problem.message)
         for stmt in tree.body:
             checker.visit(stmt)
-        for problem in name_problems(tree):
+        for problem in static_names.name_problems(tree):
             checker.fail_line(problem.line, problem.message, hack=problem.hack)
         checker.finish()
     except RecursionError:

@@ -343,11 +343,11 @@ def name_problems(tree: ast.Module) -> list[NameProblem]:
 def binding_problems(tree: ast.Module) -> list[NameProblem]:
     """Bindings that would let a name mean something else than the static stage's resolver
     thinks (its alias table has no scopes): a dangerous builtin's name bound anywhere (one
-    parameter named ``getattr`` made every ``getattr`` of the file unchecked), one name imported
-    as two different things (the resolver kept the last binding it saw, not Python's), and
-    imports in a class body (``Ns.e`` then holds a module the resolver never follows)."""
+    parameter named ``getattr`` made every ``getattr`` of the file unchecked) and imports in a
+    class body (``Ns.e`` then holds a module the resolver never follows). One name imported as
+    two different things (the resolver keeps the last binding it saw, not Python's) is
+    :func:`alternate_import_paths`' job."""
     problems: list[NameProblem] = []
-    imported: dict[str, set[str]] = {}
     for node in ast.walk(tree):
         bound: list[str] = []
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -362,23 +362,83 @@ def binding_problems(tree: ast.Module) -> list[NameProblem]:
                         message = "imports in a class body are forbidden: import at the top of the file"
                         problems.append(NameProblem("import", stmt.lineno, message))
         elif isinstance(node, ast.Import):
-            for alias in node.names:
-                name = alias.asname or alias.name.split(".")[0]
-                bound.append(name)
-                imported.setdefault(name, set()).add(alias.name if alias.asname else name)
+            bound += [alias.asname or alias.name.split(".")[0] for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module:
-            for alias in node.names:
-                if alias.name != "*":
-                    bound.append(alias.asname or alias.name)
-                    imported.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+            bound += [alias.asname or alias.name for alias in node.names if alias.name != "*"]
         elif isinstance(node, (ast.MatchAs, ast.MatchStar, ast.ExceptHandler)) and node.name:
             bound.append(node.name)
         for name in bound:
             if name in rules.UNBINDABLE_BUILTINS:
                 message = f"binding the name `{name}` is forbidden: it would hide the builtin from the checks"
                 problems.append(NameProblem(name, getattr(node, "lineno", 0), message))
-    for name, targets in imported.items():
-        if len(targets) > 1:
-            message = f"`{name}` is imported as {len(targets)} different things; give each its own name"
-            problems.append(NameProblem(name, 0, message))
     return problems
+
+
+def import_targets(tree: ast.Module) -> dict[str, set[str]]:
+    """Per name bound by an import: the dotted paths it is imported as (``import a.b as x`` and
+    ``from a import b as x`` both give ``x -> a.b``)."""
+    imported: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                name = alias.asname or alias.name.split(".")[0]
+                imported.setdefault(name, set()).add(alias.name if alias.asname else name)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                if alias.name != "*":
+                    imported.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+    return imported
+
+
+def alternate_import_paths(tree: ast.Module) -> tuple[list[NameProblem], list[tuple[ast.AST, str]]]:
+    """Names imported as several things: what each use must be checked as, or why it cannot be.
+
+    The resolver keeps one binding per name, so a name imported as two modules (a fallback for
+    another Triton version: ``try: from triton.language.extra.cuda import libdevice`` / ``except
+    ImportError: from triton.language.extra import libdevice``) is checked here under every one
+    of them: each use must be an attribute path (``libdevice.erf``), and ``(node, path)`` is
+    returned for that path under every import, for the path policy. The name may not be bound any
+    other way, nor used as a value (passed, returned, given to ``getattr``): those are problems.
+    Needs the parents :func:`set_parents` gives.
+    """
+    problems: list[NameProblem] = []
+    paths: list[tuple[ast.AST, str]] = []
+    several = {name: targets for name, targets in import_targets(tree).items() if len(targets) > 1}
+    if not several:
+        return problems, paths
+    rebound = {
+        node.id if isinstance(node, ast.Name) else node.arg if isinstance(node, ast.arg) else node.name
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load))
+        or isinstance(node, (ast.arg, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        or (isinstance(node, (ast.MatchAs, ast.MatchStar, ast.ExceptHandler)) and node.name)
+    }
+    uses: dict[str, list[tuple[ast.AST, list[str]]]] = {name: [] for name in several}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in several:
+            chain: list[str] = []
+            top: ast.AST = node
+            parent = getattr(node, "_akg_parent", None)
+            while isinstance(parent, ast.Attribute) and parent.value is top:
+                chain.append(parent.attr)
+                top, parent = parent, getattr(parent, "_akg_parent", None)
+            uses[node.id].append((top, chain))
+    for name, targets in several.items():
+        loose = name in rebound or any(not chain for _, chain in uses[name])
+        if loose:
+            message = (
+                f"`{name}` is imported as {len(targets)} different things; use it only as `{name}.attribute` "
+                "(a fallback import for another Triton version), or give each import its own name"
+            )
+            problems.append(NameProblem(name, 0, message))
+            continue
+        for node, chain in uses[name]:
+            paths.extend((node, ".".join([target, *chain])) for target in sorted(targets))
+    return problems, paths
+
+
+def set_parents(tree: ast.AST) -> None:
+    """Give every node of ``tree`` its parent (``_akg_parent``)."""
+    for parent in ast.walk(tree):
+        for child in ast.iter_child_nodes(parent):
+            child._akg_parent = parent  # type: ignore[attr-defined]

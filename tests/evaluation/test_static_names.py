@@ -111,3 +111,63 @@ def test_a_reserved_name_that_is_only_bound_is_refused_without_being_a_hack() ->
     # a local ``np`` read does not make the global binding read
     [local] = name_problems(ast.parse("np = 1\ndef f(np):\n    return np\n"))
     assert not local.hack
+
+
+_FALLBACK_IMPORT = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+try:
+    from triton.language.extra.cuda import libdevice
+except ImportError:
+    from triton.language.extra import libdevice
+
+
+@triton.jit
+def gelu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, 0.5 * x * (1.0 + libdevice.erf(x * 0.7071067811865476)), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        gelu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+        return out
+"""
+
+
+def test_a_fallback_import_for_another_triton_version_passes() -> None:
+    report = check_source(_FALLBACK_IMPORT)
+    assert report.ok, report.message()
+    # the use is checked under both imports
+    assert {"triton.language.extra.cuda.libdevice.erf", "triton.language.extra.libdevice.erf"} <= report.paths
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        "return out, getattr(libdevice, 'erf')",  # passed around as a value: which module is it?
+        "helper = libdevice\n        return out",
+    ],
+)
+def test_a_name_imported_as_two_things_may_only_be_used_as_module_attributes(use: str) -> None:
+    report = check_source(_FALLBACK_IMPORT.replace("return out", use))
+    assert not report.ok and "`libdevice` is imported as 2 different things" in report.message()
+
+
+def test_a_use_is_refused_when_either_import_makes_it_forbidden() -> None:
+    # the resolver follows the last import (triton.language.extra); the first one is checked too
+    code = _FALLBACK_IMPORT.replace(
+        "from triton.language.extra.cuda import libdevice", "import torch.cuda as libdevice"
+    )
+    code = code.replace(
+        "        out = torch.empty_like(x)",
+        "        libdevice.set_sync_debug_mode(0)\n        out = torch.empty_like(x)",
+    )
+    report = check_source(code)
+    assert not report.ok and "`torch.cuda.set_sync_debug_mode` is forbidden" in report.message()
