@@ -31,6 +31,7 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -123,9 +124,15 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def run_once(
-    items: list[dict[str, Any]], per_device: int, order: str, options: dict[str, Any], seed: int
+    items: list[dict[str, Any]],
+    per_device: int,
+    order: str,
+    options: dict[str, Any],
+    seed: int,
+    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """One burst through a fresh evaluator with ``per_device`` workers per device."""
+    """One burst through a fresh evaluator with ``per_device`` workers per device; ``progress``
+    gets the run so far (marked ``partial``) with every 15 results, so a run cut short leaves them."""
     queue = ordered(items, order, seed)
     started = time.perf_counter()
     with Evaluator(workers_per_device=per_device, cache=False, **options) as ev:
@@ -141,9 +148,26 @@ def run_once(
                 if done % 15 == 0 or done == len(queue):
                     print(f"  c={per_device} {order}: {done}/{len(queue)} in {time.perf_counter() - begin:.0f} s",
                           flush=True)  # fmt: skip
+                if progress is not None and done % 15 == 0 and done < len(queue):
+                    so_far = time.perf_counter() - begin
+                    partial = summary(rows, per_device, ev.workers, order, warm_s, so_far, ev.stats)
+                    progress(partial | {"partial": f"{done} of {len(queue)} requests finished"})
         makespan = time.perf_counter() - begin
         workers = ev.workers
         stats = dict(ev.stats)
+    return summary(rows, per_device, workers, order, warm_s, makespan, stats)
+
+
+def summary(
+    rows: list[dict[str, Any] | None],
+    per_device: int,
+    workers: int,
+    order: str,
+    warm_s: float,
+    makespan: float,
+    stats: dict[str, Any],
+) -> dict[str, Any]:
+    """A run's record from its finished rows."""
     done_rows = [r for r in rows if r is not None]
     latencies = [r["total_s"] for r in done_rows if r["total_s"] is not None]
     return {
@@ -250,8 +274,9 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     for run in runs:
         cmp = compare(base, run) if base is not None else {}
         ratio = run["per_min"] / base["per_min"] if base and base["per_min"] and run["per_min"] else None
+        order_text = run["order"] + (f" (cut short: {run['partial']})" if run.get("partial") else "")
         lines.append(
-            f"| {run['per_device']} ({run['workers']} in all) | {run['order']} | {_num(run['per_min'], '.1f')} | "
+            f"| {run['per_device']} ({run['workers']} in all) | {order_text} | {_num(run['per_min'], '.1f')} | "
             f"{_num(ratio)} | {_num(run['makespan_s'], '.1f')} | {_num(held_s(run), '.1f')} | "
             f"{_num(run['warm_s'], '.1f')} | "
             f"{_num(run['p50_s'])} | {_num(run['p95_s'])} | {run['ok']}/{len(run['rows'])} | "
@@ -357,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"run: {per_device} per device, {order}, {len(items)} requests", flush=True)
         t0 = time.perf_counter()
-        run = run_once(items, per_device, order, options, args.seed)
+        run = run_once(items, per_device, order, options, args.seed, lambda partial: write(out, meta, [*runs, partial]))
         took[per_device] = time.perf_counter() - t0
         runs.append(run)
         if meta["device"] == "-":

@@ -107,6 +107,9 @@ def test_harness_errors_are_listed_with_their_messages(bench) -> None:
     run |= {"retries": 2, "memory_waits": 5}
     lines = [line for line in bench.render(meta, [run]).splitlines() if "held back" in line]
     assert lines == ["- c=8 interleaved: 2 run again alone after an out-of-memory, 5 held back until they fit"]
+    # a run cut short says so in its row
+    table = bench.render(meta, [run | {"partial": "45 of 90 requests finished"}])
+    assert "| interleaved (cut short: 45 of 90 requests finished) |" in table
     # where the checked rounds' copies waited, summed over the run
     run["rows"] = [row | {"checks_kept": {"device": 3, "host": 9, "at_once": 3}}, row | {"checks_kept": None}]
     lines = [line for line in bench.render(meta, [run]).splitlines() if "kept" in line]
