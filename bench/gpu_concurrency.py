@@ -14,7 +14,8 @@ noise floor (two W=1 runs agreed within 3.4 % in issue 24).
 
 Runs go in priority order (baseline, highest concurrency, baseline in the other order, then the
 rest) and a run that would end past ``--budget-s`` is left out (and said so), so the whole script
-fits one 10-minute call; results are written after every run, progress printed as it goes.
+fits one 10-minute call; results are written after every run and every 15 results of a run (a
+run cut short by the call's limit keeps what finished, marked ``partial``), progress printed as it goes.
 
     python bench/gpu_concurrency.py                   # cuda: bench/results/gpu_concurrency_h200.{md,json}
     python bench/gpu_concurrency.py --backend interpreter --dry --concurrency 1,2 --out /tmp/c.md  # CPU smoke test
