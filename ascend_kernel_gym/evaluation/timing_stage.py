@@ -137,7 +137,9 @@ def run_timing(
     # one a kernel reading beyond its arguments could find and answer in advance.
     source = placement.RoundInputs(draw_inputs, rng.getrandbits(62))
     first = source[0]
+    rerun_started = time.perf_counter()
     first_out = detach_copy(run_reference(state, reference, clone_inputs(first)))
+    rerun_s = time.perf_counter() - rerun_started  # what a check's reference re-run costs
     share = TIMING_MEMORY_SHARE * min(1.0, max(0.0, job.device_share))
     ring, slack = placement.timing_memory([first], first_out, device, share)
     arenas = {
@@ -173,7 +175,7 @@ def run_timing(
 
     # The checked and audited rounds' outputs are compared with the reference's once the timed
     # calls are over (and the device's lease is given back), each where its copy fits.
-    keeper = KeptOutputs.for_stage(state, device)
+    keeper = KeptOutputs.for_stage(state, device, rerun_s)
     deferred: list[tuple[Any, int]] = []
 
     def check_later(out: Any, k: int) -> None:
@@ -279,6 +281,10 @@ def matches_reference(out: Any, ref_out: Any, atol: float, rtol: float, slack_of
 KEEP_DEVICE_SHARE = 0.1
 #: where the free memory cannot be read (the CPU), the copies may take this many device bytes
 KEEP_DEFAULT_BYTES = 1 << 30
+#: bytes per second of a copy from device memory to (pageable) host memory, on the low side
+HOST_COPY_BYTES_PER_S = 5e9
+#: bytes per second of a check's comparison on the device (a 256 MB float16 output: 18 ms, H100)
+COMPARE_BYTES_PER_S = 15e9
 #: share of what is left of the child's host-memory cap (``Job.memory_mb`` less what the child grew
 #: since it started) that copies moved to host memory may take
 KEEP_HOST_SHARE = 0.5
@@ -288,29 +294,39 @@ class KeptOutputs:
     """Where the copies of the checked and audited rounds' outputs wait for the end of the timed calls.
 
     A copy stays in device memory while the device copies fit ``device_bytes``, else goes to host
-    memory while the host copies fit ``host_bytes``; one that fits neither is not kept
-    (:meth:`keep` returns None) and is compared at once, inside the lease. Before, a worker of
+    memory while the host copies fit ``host_bytes`` and copying costs less than checking
+    (:meth:`worth_host`); any other is not kept (:meth:`keep` returns None) and is compared at
+    once, inside the lease. Before, a worker of
     eight on an H100 kept nothing, and the reference's re-runs for its checks held the device alone
     for 9 of the burst's 36 s of leases (2026-12-05).
     """
 
-    def __init__(self, device: torch.device, device_bytes: int, host_bytes: int) -> None:
+    def __init__(self, device: torch.device, device_bytes: int, host_bytes: int, rerun_s: float = 0.0) -> None:
         self.device = device
         self.device_bytes = max(0, device_bytes)
         self.host_bytes = max(0, host_bytes)
+        self.rerun_s = max(0.0, rerun_s)
         self.on_device = 0
         self.on_host = 0
         self.counts = {"device": 0, "host": 0, "at_once": 0}
 
     @classmethod
-    def for_stage(cls, state: ChildState, device: torch.device) -> KeptOutputs:
-        """The budgets of one evaluation's timing stage (see the constants above)."""
+    def for_stage(cls, state: ChildState, device: torch.device, rerun_s: float) -> KeptOutputs:
+        """The budgets of one evaluation's timing stage (see the constants above); ``rerun_s``: one
+        untimed run of the reference through the harness's path (a check's re-run)."""
         share = min(1.0, max(0.0, state.job.device_share))
         free = placement.free_memory(device)
         device_bytes = int(KEEP_DEFAULT_BYTES if free is None else KEEP_DEVICE_SHARE * free * share)
         # on the CPU the device's memory is the host's: nothing to gain by moving copies
         host_bytes = host_allowance(state.job.memory_mb, state.start_rss) if device.type != "cpu" else 0
-        return cls(device, device_bytes, host_bytes)
+        return cls(device, device_bytes, host_bytes, rerun_s)
+
+    def worth_host(self, size: int) -> bool:
+        """Whether copying ``size`` bytes to host memory costs the lease less than checking at once
+        (the reference's re-run and a comparison): a large output of a cheap reference (an
+        elementwise task) is compared at once, a small one of a slow reference (a decoder block)
+        goes to host memory."""
+        return size / HOST_COPY_BYTES_PER_S < self.rerun_s + size / COMPARE_BYTES_PER_S
 
     def keep(self, output: Any) -> Any | None:
         """A private copy of ``output`` to compare later (see :meth:`back`), or None: compare it now."""
@@ -319,7 +335,7 @@ class KeptOutputs:
             self.on_device += size
             self.counts["device"] += 1
             return detach_copy(output)
-        if self.on_host + size <= self.host_bytes:
+        if self.on_host + size <= self.host_bytes and self.worth_host(size):
             self.on_host += size
             self.counts["host"] += 1
             return _to_host(output)

@@ -14,7 +14,7 @@ MIB = 1024 * 1024
 
 def test_copies_go_to_the_device_then_to_host_memory_then_are_compared_at_once() -> None:
     out = torch.arange(1024, dtype=torch.float32)  # 4 KiB
-    keeper = KeptOutputs(torch.device("cpu"), device_bytes=2 * out.nbytes, host_bytes=out.nbytes)
+    keeper = KeptOutputs(torch.device("cpu"), device_bytes=2 * out.nbytes, host_bytes=out.nbytes, rerun_s=1.0)
     kept = [keeper.keep(out) for _ in range(4)]
     assert keeper.summary() == {"device": 2, "host": 1, "at_once": 1}
     assert kept[3] is None  # fits nowhere: the caller compares it in its round
@@ -27,13 +27,23 @@ def test_copies_go_to_the_device_then_to_host_memory_then_are_compared_at_once()
 
 def test_a_structured_output_keeps_its_structure_through_host_memory() -> None:
     a, b = torch.ones(3), torch.zeros(2, 2)
-    keeper = KeptOutputs(torch.device("cpu"), device_bytes=0, host_bytes=MIB)
+    keeper = KeptOutputs(torch.device("cpu"), device_bytes=0, host_bytes=MIB, rerun_s=1.0)
     copy = keeper.keep((a, [b, None]))
     a.add_(1.0)
     back = KeptOutputs.back(copy)
     assert isinstance(back, tuple) and isinstance(back[1], list) and back[1][1] is None
     assert torch.equal(back[0], torch.ones(3)) and torch.equal(back[1][0], torch.zeros(2, 2))
     assert keeper.summary() == {"device": 0, "host": 1, "at_once": 0}
+
+
+def test_host_memory_takes_the_copies_whose_check_would_hold_the_device_longer() -> None:
+    gib = 1 << 30
+    slow = KeptOutputs(torch.device("cpu"), device_bytes=0, host_bytes=64 * gib, rerun_s=0.1)  # a decoder block
+    cheap = KeptOutputs(torch.device("cpu"), device_bytes=0, host_bytes=64 * gib, rerun_s=0.003)  # elementwise
+    assert slow.worth_host(64 * MIB) and slow.worth_host(512 * MIB)
+    assert not cheap.worth_host(256 * MIB)  # a copy to host memory costs more than the check
+    assert cheap.worth_host(MIB)
+    assert cheap.keep(torch.zeros(64 * MIB // 4)) is None and cheap.summary()["at_once"] == 1
 
 
 def test_the_host_allowance_follows_the_cap_and_what_the_child_grew() -> None:
