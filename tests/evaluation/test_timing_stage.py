@@ -40,7 +40,8 @@ def test_host_memory_takes_the_copies_whose_check_would_hold_the_device_longer()
     gib = 1 << 30
     slow = KeptOutputs(torch.device("cpu"), device_bytes=0, host_bytes=64 * gib, rerun_s=0.1)  # a decoder block
     cheap = KeptOutputs(torch.device("cpu"), device_bytes=0, host_bytes=64 * gib, rerun_s=0.003)  # elementwise
-    assert slow.worth_host(64 * MIB) and slow.worth_host(512 * MIB)
+    assert slow.worth_host(64 * MIB) and slow.worth_host(128 * MIB)
+    assert not slow.worth_host(1024 * MIB)  # 0.5 s to copy: more than the check
     assert not cheap.worth_host(256 * MIB)  # a copy to host memory costs more than the check
     assert cheap.worth_host(MIB)
     assert cheap.keep(torch.zeros(64 * MIB // 4)) is None and cheap.summary()["at_once"] == 1
