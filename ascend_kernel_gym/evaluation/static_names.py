@@ -390,15 +390,23 @@ def import_targets(tree: ast.Module) -> dict[str, set[str]]:
     return imported
 
 
+#: the modules a name may be imported as more than once: Triton's language modules, whose names
+#: move between versions (``triton.language.math``, ``triton.language.extra.cuda.libdevice``,
+#: ``triton.language.extra.libdevice``)
+FALLBACK_ROOT = "triton.language"
+
+
 def alternate_import_paths(tree: ast.Module) -> tuple[list[NameProblem], list[tuple[ast.AST, str]]]:
     """Names imported as several things: what each use must be checked as, or why it cannot be.
 
     The resolver keeps one binding per name, so a name imported as two modules (a fallback for
     another Triton version: ``try: from triton.language.extra.cuda import libdevice`` / ``except
     ImportError: from triton.language.extra import libdevice``) is checked here under every one
-    of them: each use must be an attribute path (``libdevice.erf``), and ``(node, path)`` is
-    returned for that path under every import, for the path policy. The name may not be bound any
-    other way, nor used as a value (passed, returned, given to ``getattr``): those are problems.
+    of them: every import must be of a module under :data:`FALLBACK_ROOT`, each use must be an
+    attribute path (``libdevice.erf``), and ``(node, path)`` is returned for that path under every
+    import, for the path policy. The name may not be bound any other way, nor used as a value
+    (passed, returned, given to ``getattr``), nor imported from elsewhere (``torch`` in one branch,
+    Triton in the other: the kernel checks follow only the last): those are problems.
     Needs the parents :func:`set_parents` gives.
     """
     problems: list[NameProblem] = []
@@ -424,11 +432,14 @@ def alternate_import_paths(tree: ast.Module) -> tuple[list[NameProblem], list[tu
                 top, parent = parent, getattr(parent, "_akg_parent", None)
             uses[node.id].append((top, chain))
     for name, targets in several.items():
+        # Triton's language modules only: the other checks (what a kernel may call) follow one of them
         loose = name in rebound or any(not chain for _, chain in uses[name])
-        if loose:
+        triton_only = all(t == FALLBACK_ROOT or t.startswith(FALLBACK_ROOT + ".") for t in targets)
+        if loose or not triton_only:
             message = (
-                f"`{name}` is imported as {len(targets)} different things; use it only as `{name}.attribute` "
-                "(a fallback import for another Triton version), or give each import its own name"
+                f"`{name}` is imported as {len(targets)} different things; give each import its own name (a "
+                "fallback import for another Triton version may bind one name to two `triton.language` modules, "
+                f"used only as `{name}.attribute`)"
             )
             problems.append(NameProblem(name, 0, message))
             continue

@@ -161,13 +161,21 @@ def test_a_name_imported_as_two_things_may_only_be_used_as_module_attributes(use
 
 
 def test_a_use_is_refused_when_either_import_makes_it_forbidden() -> None:
-    # the resolver follows the last import (triton.language.extra); the first one is checked too
+    # the resolver follows the last import; every other one is checked too
     code = _FALLBACK_IMPORT.replace(
-        "from triton.language.extra.cuda import libdevice", "import torch.cuda as libdevice"
+        "from triton.language.extra.cuda import libdevice", "import triton.language.extra.cuda.libdevice as libdevice"
     )
+    assert check_source(code).ok
+    code = code.replace("libdevice.erf(", "libdevice.str_to_ty(")  # forbidden under triton.language only
     code = code.replace(
-        "        out = torch.empty_like(x)",
-        "        libdevice.set_sync_debug_mode(0)\n        out = torch.empty_like(x)",
+        "import triton.language.extra.cuda.libdevice as libdevice", "import triton.language as libdevice"
     )
     report = check_source(code)
-    assert not report.ok and "`torch.cuda.set_sync_debug_mode` is forbidden" in report.message()
+    assert not report.ok and "`triton.language.str_to_ty` is forbidden" in report.message()
+
+
+def test_a_name_imported_from_torch_and_from_triton_is_refused() -> None:
+    # the kernel checks follow one import: torch's functions in a kernel would pass as Triton's
+    code = _FALLBACK_IMPORT.replace("from triton.language.extra.cuda import libdevice", "import torch as libdevice")
+    report = check_source(code)
+    assert not report.ok and "`libdevice` is imported as 2 different things" in report.message()
