@@ -298,9 +298,8 @@ class KeptOutputs:
     A copy stays in device memory while the device copies fit ``device_bytes``, else goes to host
     memory while the host copies fit ``host_bytes`` and copying costs less than checking
     (:meth:`worth_host`); any other is not kept (:meth:`keep` returns None) and is compared at
-    once, inside the lease. Before, a worker of
-    eight on an H100 kept nothing, and the reference's re-runs for its checks held the device alone
-    for 9 of the burst's 36 s of leases (2026-12-05).
+    once, inside the lease. Before, a worker of eight on an H100 kept nothing, and the reference's
+    re-runs for its checks held the device alone for 9 of the burst's 36 s of leases (2026-12-05).
     """
 
     def __init__(self, device: torch.device, device_bytes: int, host_bytes: int, rerun_s: float = 0.0) -> None:
