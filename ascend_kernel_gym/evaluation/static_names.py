@@ -349,29 +349,35 @@ def binding_problems(tree: ast.Module) -> list[NameProblem]:
     :func:`alternate_import_paths`' job."""
     problems: list[NameProblem] = []
     for node in ast.walk(tree):
-        bound: list[str] = []
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            bound.append(node.id)
-        elif isinstance(node, ast.arg):
-            bound.append(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.append(node.name)
-            if isinstance(node, ast.ClassDef):
-                for stmt in node.body:
-                    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                        message = "imports in a class body are forbidden: import at the top of the file"
-                        problems.append(NameProblem("import", stmt.lineno, message))
+        bound = _bound_by(node)
+        if isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                    message = "imports in a class body are forbidden: import at the top of the file"
+                    problems.append(NameProblem("import", stmt.lineno, message))
         elif isinstance(node, ast.Import):
             bound += [alias.asname or alias.name.split(".")[0] for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module:
             bound += [alias.asname or alias.name for alias in node.names if alias.name != "*"]
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar, ast.ExceptHandler)) and node.name:
-            bound.append(node.name)
         for name in bound:
             if name in rules.UNBINDABLE_BUILTINS:
                 message = f"binding the name `{name}` is forbidden: it would hide the builtin from the checks"
                 problems.append(NameProblem(name, getattr(node, "lineno", 0), message))
     return problems
+
+
+def _bound_by(node: ast.AST) -> list[str]:
+    """The names ``node`` binds other than by an import: an assignment target, a parameter, a
+    ``def`` or ``class``, a ``match`` capture, an ``except ... as`` name."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        return [node.id]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.MatchAs, ast.MatchStar, ast.ExceptHandler)) and node.name:
+        return [node.name]
+    return []
 
 
 def import_targets(tree: ast.Module) -> dict[str, set[str]]:
@@ -414,15 +420,12 @@ def alternate_import_paths(tree: ast.Module) -> tuple[list[NameProblem], list[tu
     several = {name: targets for name, targets in import_targets(tree).items() if len(targets) > 1}
     if not several:
         return problems, paths
-    rebound = {
-        node.id if isinstance(node, ast.Name) else node.arg if isinstance(node, ast.arg) else node.name
-        for node in ast.walk(tree)
-        if (isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load))
-        or isinstance(node, (ast.arg, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        or (isinstance(node, (ast.MatchAs, ast.MatchStar, ast.ExceptHandler)) and node.name)
-    }
+    rebound: set[str] = set()  # bound other than by its imports (``del`` counts)
     uses: dict[str, list[tuple[ast.AST, list[str]]]] = {name: [] for name in several}
     for node in ast.walk(tree):
+        rebound.update(_bound_by(node))
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Del):
+            rebound.add(node.id)
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in several:
             chain: list[str] = []
             top: ast.AST = node
