@@ -37,9 +37,8 @@ measurement itself is :func:`time_side_by_side`):
   then tells the zygote, which gives the device's lease back: nothing below needs a quiet
   device) each copy is compared with the reference's output on the same inputs (computed again,
   untimed, through the harness's reference path), so a patch that would slow the reference
-  down, or a call that skipped its work, is caught. A copy that fits neither the evaluation's
-  share of device memory nor the child's host allowance is compared in its round instead
-  (:class:`.timing_stage.KeptOutputs`);
+  down, or a call that skipped its work, is caught. A copy that is not kept (on the device or in
+  host memory, :class:`.timing_stage.KeptOutputs`) is compared in its round instead;
 - before every ``RELOCATE_EVERY``-th round, when the caller passes ``relocate`` (the child does on
   CUDA when a kernel spills registers: ``placement.LocalMemory``), memory the harness does not
   place is moved, untimed, and each model is called once untimed, so an evaluation samples 25

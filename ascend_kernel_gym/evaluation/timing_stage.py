@@ -7,10 +7,10 @@ calls), counts side-stream launches, asks for the device's lease and records the
 
 The checked and audited rounds' outputs are compared with the reference's once the timed calls
 are over and the lease is given back (:class:`KeptOutputs`): each copy is kept in device memory
-while it fits the evaluation's share, else in host memory while it fits the child's allowance,
-else compared at once, inside the lease. The comparison asks for the reference's rounding slack
-only when the plain tolerance refuses the output (the slack only widens it), so a correct output
-costs one reference call per check.
+while it fits the evaluation's share, else in host memory while it fits the child's allowance and
+copying costs the lease less than checking, else compared at once, inside the lease. The
+comparison asks for the reference's rounding slack only when the plain tolerance refuses the
+output (the slack only widens it), so a correct output costs one reference call per check.
 
 Imports torch: only the zygote's children (and tests) import this module.
 """
@@ -35,7 +35,7 @@ from ascend_kernel_gym.evaluation.correctness import (
     run_reference,
 )
 from ascend_kernel_gym.evaluation.errors import StageError, candidate_failure
-from ascend_kernel_gym.evaluation.inputs import clone_inputs, make_inputs
+from ascend_kernel_gym.evaluation.inputs import clone_inputs, make_inputs, map_tensors
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.outputs import OutputCheckError, detach_copy, plain_output
 from ascend_kernel_gym.evaluation.placement import min_bytes
@@ -339,7 +339,7 @@ class KeptOutputs:
         if self.on_host + size <= self.host_bytes and self.worth_host(size):
             self.on_host += size
             self.counts["host"] += 1
-            return _to_host(output)
+            return map_tensors(output, _OnHost)
         self.counts["at_once"] += 1
         return None
 
@@ -360,16 +360,6 @@ class _OnHost:
     def __init__(self, tensor: torch.Tensor) -> None:
         self.device = tensor.device
         self.tensor = _TENSOR.to(_TENSOR.detach(tensor), "cpu", copy=True)
-
-
-def _to_host(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return _OnHost(value)
-    if isinstance(value, tuple):
-        return tuple(_to_host(v) for v in value)
-    if isinstance(value, list):
-        return [_to_host(v) for v in value]
-    return value
 
 
 def _from_host(value: Any) -> Any:
