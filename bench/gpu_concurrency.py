@@ -147,12 +147,11 @@ def run_once(
                 i = futures[future]
                 rows[i] = row_of(queue[i], future.result(), time.perf_counter() - begin)
                 if done % 15 == 0 or done == len(queue):
-                    print(f"  c={per_device} {order}: {done}/{len(queue)} in {time.perf_counter() - begin:.0f} s",
-                          flush=True)  # fmt: skip
-                if progress is not None and done % 15 == 0 and done < len(queue):
                     so_far = time.perf_counter() - begin
-                    partial = summary(rows, per_device, ev.workers, order, warm_s, so_far, ev.stats)
-                    progress(partial | {"partial": f"{done} of {len(queue)} requests finished"})
+                    print(f"  c={per_device} {order}: {done}/{len(queue)} in {so_far:.0f} s", flush=True)
+                    if progress is not None and done < len(queue):
+                        partial = summary(rows, per_device, ev.workers, order, warm_s, so_far, ev.stats)
+                        progress(partial | {"partial": f"{done} of {len(queue)} requests finished"})
         makespan = time.perf_counter() - begin
         workers = ev.workers
         stats = dict(ev.stats)
