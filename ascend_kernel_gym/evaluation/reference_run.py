@@ -256,7 +256,7 @@ def _sensitivity(loaded: LoadedReference, device: torch.device, base: list[Any],
         for x in clone_inputs(base):
             if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
                 # x + x * sign * eps, in place in the clone (int8 signs: an int64 draw took 8 bytes
-                # per element, 4 GB on a 512 MB bfloat16 input)
+                # per element, 2 GB on a 512 MB bfloat16 input)
                 signs = torch.randint(0, 2, x.shape, generator=gen, device=x.device, dtype=torch.int8)
                 step = signs.to(x.dtype).mul_(2).sub_(1).mul_(x).mul_(torch.finfo(x.dtype).eps)
                 del signs

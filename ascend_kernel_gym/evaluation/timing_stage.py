@@ -283,7 +283,8 @@ KEEP_DEVICE_SHARE = 0.1
 KEEP_DEFAULT_BYTES = 1 << 30
 #: bytes per second of a copy from device memory to (pageable) host memory, on the low side: eight
 #: workers copying at once share the host's memory bandwidth (an H100 call on 2026-12-06 whose
-#: workers of eight copied every output that missed the device share ran level 1 about 3x slower)
+#: workers of eight copied every output that missed the device share ran level 1 about 3x slower
+#: than another H100 had with the old code: most likely the copies, the host not ruled out)
 HOST_COPY_BYTES_PER_S = 2e9
 #: bytes per second of a check's comparison on the device (a 256 MB float16 output: 18 ms, H100)
 COMPARE_BYTES_PER_S = 15e9
