@@ -336,6 +336,9 @@ def run_correctness(
         raise StageError(ErrorType.HARNESS_ERROR, "the correctness stage has no judge")
     progress = _Progress(state.link, job.backend)  # the candidate is built: the compile stage is over
     plan = state.judge.request_plan()
+    # Until now the reference child built the plan next to this child's compile stage; from here it
+    # holds only what it judges with (:func:`.memory_book.measured_need`).
+    state.memory_phase("compile")
     progress.send(STARTED)  # the plan is in (a judge in this process built it: the harness's time)
     if not isinstance(plan, dict) or not isinstance(plan.get("trials"), list):
         raise StageError(ErrorType.HARNESS_ERROR, "the judge sent no trial plan")
@@ -403,6 +406,7 @@ def run_correctness(
     cases.built.clear()  # the shape cases' models and their device memory go before the timing stage
     params.set_for(None)  # the later stages see the model as constructed
     result.correct = True
+    state.memory_phase("correctness")  # the judge lets go of the reference's outputs once all passed
 
 
 class _Progress:

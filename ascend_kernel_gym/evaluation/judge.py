@@ -171,6 +171,14 @@ class Judge:
             input_bytes=max(0, int(entry.get("input_bytes") or 0)),
         )
 
+    def release(self) -> None:
+        """Drop the reference's tensors (outputs, slack, inputs as the reference left them) once
+        every trial passed; the counts stay. A trial sent after that is out of order and refused
+        before any of them would be read (:meth:`_route`)."""
+        for trial in [*self.trials, *([self.probe] if self.probe is not None else [])]:
+            trial.output, trial.slack, trial.inputs_after = None, None, {}
+        self._previous = self._first = None
+
     def trial_bytes_limit(self) -> int:
         """The most tensor bytes one trial message of the candidate's child may carry."""
         largest = 0

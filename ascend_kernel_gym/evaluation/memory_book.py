@@ -9,11 +9,11 @@ admits by bytes, with the need this book estimates for each evaluation:
 
 * **measured**: the largest need of the task's last :data:`WINDOW` evaluations on this
   evaluator that reached the timing stage, each the peak device memory its candidate's child
-  and its judging reference child reserved (``EvalResult.device_memory_mb``) plus one device
-  context for each, or of an evaluation that ended earlier when that took more. Evaluations
-  that ended early (a compile error, a wrong output) say little of what the next one that gets
-  to time will take: while a task has only those, its need is the larger of them and the prior
-  below;
+  and its judging reference child reserved together in any phase of the evaluation
+  (:func:`measured_need`, from ``EvalResult.device_memory_mb``) plus one device context for
+  each, or of an evaluation that ended earlier when that took more. Evaluations that ended
+  early (a compile error, a wrong output) say little of what the next one that gets to time will
+  take: while a task has only those, its need is the larger of them and the prior below;
 * **before any**: the task file's size (``Task.profile_elements``, read from its AST, times the
   size of its dtype) times a ratio, plus the contexts. The ratio is the median of measured need
   over size among the tasks measured so far (those of at least :data:`RATIO_MIN_BYTES`),
@@ -57,6 +57,10 @@ RATIO_MIN_TASKS = 3
 RATIO_MIN_BYTES = 64 * MIB
 #: the ratio is kept within these bounds
 RATIO_BOUNDS = (2.0, 64.0)
+#: the phases of an evaluation whose peak device memory the candidate's child reports apart
+#: (``candidate_<phase>`` in ``EvalResult.device_memory_mb``): up to the judge's plan, the
+#: correctness trials, and what follows them (the timing stage)
+CANDIDATE_PHASES = ("compile", "correctness", "timing")
 
 
 def task_key(task: Task, profile: str) -> str:
@@ -73,12 +77,41 @@ def task_bytes(task: Task, profile: str) -> int | None:
 
 
 def measured_need(result: EvalResult) -> int | None:
-    """The device memory ``result``'s evaluation took (its processes' peaks and contexts), or None."""
+    """The device memory ``result``'s evaluation took (its processes' peaks and contexts), or None.
+
+    The two children's peaks do not come at the same time: the reference child builds the plan
+    (its peak: the reference's runs and their temporaries) while the candidate's child compiles,
+    judges with the plan's outputs while the candidate runs its trials, and lets go of them once
+    every trial passed, before the timing stage. Where both report their phases
+    (:data:`CANDIDATE_PHASES`, ``reference_plan`` / ``reference_judging``) the need is the largest
+    of the three phases' sums; otherwise (an older judge, or a report cut short) the sum of the
+    two peaks, which assumes they coincide.
+    """
     memory = result.device_memory_mb if isinstance(result.device_memory_mb, dict) else {}
-    peaks = [v for v in memory.values() if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0]
-    if not peaks:
+
+    def reading(key: str) -> float | None:
+        value = memory.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+            return float(value)
         return None
-    return int(sum(peaks) * MIB) + 2 * CONTEXT_BYTES
+
+    candidate, reference = reading("candidate"), reading("reference")
+    phases = {phase: reading(f"candidate_{phase}") for phase in CANDIDATE_PHASES}
+    if candidate is None and reference is None:
+        return None
+    if phases["compile"] is None:
+        peak = (candidate or 0.0) + (reference or 0.0)
+    else:
+        plan = reading("reference_plan")
+        judging = reading("reference_judging")
+        if plan is None:  # a judge that reported one peak: count it in every phase it could be in
+            plan = judging = reference or 0.0
+        peak = max(
+            plan + phases["compile"],
+            (judging or 0.0) + (phases["correctness"] or 0.0),
+            phases["timing"] or 0.0,
+        )
+    return int(peak * MIB) + 2 * CONTEXT_BYTES
 
 
 class MemoryBook:

@@ -10,8 +10,11 @@ candidate's device tensors by CUDA IPC handle (:mod:`.device_ipc`); each one is 
 process's memory (device to device) before :class:`.judge.Judge` compares it with the
 reference's results, and the verdict goes back to the zygote as JSON:
 ``{"action", "failure", "passed", "max_abs", "max_rel", "out_bytes", "device_bytes"}`` (the last:
-the peak device memory this child reserved for the evaluation, which sizes the task's later
-evaluations on a shared device).
+the peak device memory this child reserved since it sent the plan; the plan's message carries the
+peak of building it. The two size the task's later evaluations on a shared device). Between the
+two the child gives the plan's temporaries back to the device, and once every trial passed it
+drops the reference's outputs as well (:meth:`.judge.Judge.release`): the candidate's timing
+stage runs next to a judge that holds only its context.
 
 The child serves one evaluation after another: when an evaluation is over the zygote writes
 :data:`.wire.END_OF_JOB` where the next trial would come, the child lets go of that evaluation's
@@ -103,6 +106,10 @@ def _judge_one(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prep
     write_all(result_fd, RESULT, *encode_payload_parts(message, []))
     if judge is None or prepared.device is None:
         return False
+    # The plan's temporaries go back to the device, and the verdicts report the judging's own peak
+    # (the candidate's trials run next to it, not next to the plan: .memory_book.measured_need).
+    _free_device_memory(prepared.device)
+    device_peak_bytes(prepared.device.type, reset=True)
     return _serve(judge, prepared.device, job_fd, result_fd)
 
 
@@ -147,6 +154,9 @@ def _serve(judge: Judge, device: torch.device, job_fd: int, result_fd: int) -> b
             verdict = judge.judge(header, body, importer=_Importer(device, budget), place=device)
         except StageError as failure:  # the judge could not read an output (a driver failure)
             verdict = Verdict("fail", failure)
+        if judge.done:  # the reference's outputs are not needed again: the timing stage runs without them
+            judge.release()
+            _free_device_memory(device)
         message = verdict_message(judge, verdict)
         message["device_bytes"] = device_peak_bytes(device.type)
         write_all(result_fd, frame(json.dumps(message).encode()))

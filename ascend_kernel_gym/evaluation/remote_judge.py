@@ -42,6 +42,9 @@ class RemoteJudge:
         self.out_bytes = 0
         #: the most device memory the judge reported reserving for this evaluation (None: no report)
         self.device_bytes: int | None = None
+        #: the same, apart: building the plan, and judging the trials after it (None: no report)
+        self.plan_bytes: int | None = None
+        self.judging_bytes: int | None = None
         self._plan: dict[str, Any] | None = None
         self._trial_limit: int | None = None
         #: every trial sent got its whole verdict back: the judge waits for the next trial, so it
@@ -76,14 +79,18 @@ class RemoteJudge:
         """The judge's bound on one trial message's tensor bytes (None: it sent none)."""
         return self._trial_limit
 
-    def _note_device_bytes(self, message: dict[str, Any]) -> None:
+    def _note_device_bytes(self, message: dict[str, Any], plan: bool) -> None:
         value = message.get("device_bytes")
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             self.device_bytes = max(self.device_bytes or 0, value)
+            if plan:
+                self.plan_bytes = value
+            else:
+                self.judging_bytes = max(self.judging_bytes or 0, value)
 
     def load_reference(self, header: dict[str, Any], body: bytes) -> None:
         """The reference child's first message: the plan, or the failure of the task's reference."""
-        self._note_device_bytes(header)
+        self._note_device_bytes(header, plan=True)
         error = header.get("error")
         if isinstance(error, dict):
             self.reference_failure = stage_error_from(error, 2000)
@@ -116,7 +123,7 @@ class RemoteJudge:
         message = self._read_verdict(stream.child.result_fd)
         if isinstance(message, StageError):
             return Verdict("fail", message)
-        self._note_device_bytes(message)
+        self._note_device_bytes(message, plan=False)
         try:
             self.passed = int(message["passed"])
             self.max_abs = float(message["max_abs"])

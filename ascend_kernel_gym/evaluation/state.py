@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 from ascend_kernel_gym.evaluation.errors import StageError, record_failure
 from ascend_kernel_gym.evaluation.feedback import scrub_text
 from ascend_kernel_gym.evaluation.job import Job
-from ascend_kernel_gym.evaluation.memory_book import MIB
+from ascend_kernel_gym.evaluation.memory_book import CANDIDATE_PHASES, MIB
 from ascend_kernel_gym.evaluation.process import device_peak_bytes
 from ascend_kernel_gym.evaluation.recorder import Recorder
 from ascend_kernel_gym.evaluation.result import EvalResult, Stage, bound_result
@@ -82,6 +82,8 @@ class ChildState:
     #: the process's resident set when it started (:attr:`.process.Prepared.start_rss`)
     start_rss: int = 0
     t_stage: float = field(default_factory=time.perf_counter)
+    #: the peak device memory of each phase of the evaluation that ended (:meth:`memory_phase`)
+    memory_phases: dict[str, int] = field(default_factory=dict)
 
     def stage(self, stage: Stage) -> None:
         """Add the time since the last stage change to the current stage's duration; enter ``stage``."""
@@ -92,6 +94,13 @@ class ChildState:
         )
         self.t_stage = now
         self.result.stage = stage
+
+    def memory_phase(self, phase: str) -> None:
+        """End the memory phase ``phase`` (one of :data:`.memory_book.CANDIDATE_PHASES`): keep the
+        most device memory this process reserved during it, and start the next phase's count."""
+        peak = device_peak_bytes(self.job.backend, reset=True)
+        if peak is not None:
+            self.memory_phases[phase] = peak
 
     def finish(self) -> NoReturn:
         """Complete the result (launches, operators, scrubbed texts, printed output), send it, exit.
@@ -113,9 +122,14 @@ class ChildState:
         self.result.warnings = [scrub_text(w, self.sandbox)[:MAX_MESSAGE_CHARS] for w in self.result.warnings]
         self.result.hack_reasons = [scrub_text(r, self.sandbox) for r in self.result.hack_reasons]
         self.result.output_tail = _read_output(self.sandbox, self.job.output_cap)
-        peak = device_peak_bytes(self.job.backend)
-        if peak is not None:
-            self.result.device_memory_mb["candidate"] = round(peak / MIB, 1)
+        ongoing = next((p for p in CANDIDATE_PHASES if p not in self.memory_phases), None)
+        if ongoing is not None:
+            self.memory_phase(ongoing)
+        if self.memory_phases:
+            memory = self.result.device_memory_mb
+            memory["candidate"] = round(max(self.memory_phases.values()) / MIB, 1)
+            for phase, peak in self.memory_phases.items():
+                memory[f"candidate_{phase}"] = round(peak / MIB, 1)
         bound_result(self.result)
         self.writer.emit(self.result)
 

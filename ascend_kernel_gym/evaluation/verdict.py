@@ -10,7 +10,7 @@ from typing import Any
 
 from ascend_kernel_gym.evaluation.child_stream import ChildStream
 from ascend_kernel_gym.evaluation.device_lease import LeaseKeeper
-from ascend_kernel_gym.evaluation.memory_book import MIB
+from ascend_kernel_gym.evaluation.memory_book import CANDIDATE_PHASES, MIB
 
 
 def final_reply(run: ChildStream, job: Any, judge: Any, keeper: LeaseKeeper | None = None) -> dict[str, Any] | None:
@@ -77,17 +77,23 @@ def final_reply(run: ChildStream, job: Any, judge: Any, keeper: LeaseKeeper | No
 
 
 def _note_reference_memory(result: Any, judge: Any) -> None:
-    """Keep the candidate's child's report of its own peak device memory only if it is a plain
-    number, and add the judging reference child's (its report; the candidate's child cannot
-    write it)."""
+    """Keep the candidate's child's reports of its own peak device memory (in all, and per phase)
+    only where they are plain numbers, and add the judging reference child's (in all, building
+    the plan, judging: its reports, which the candidate's child cannot write)."""
     memory = result.device_memory_mb if isinstance(result.device_memory_mb, dict) else {}
-    claimed = memory.get("candidate")
     result.device_memory_mb = {}
-    if isinstance(claimed, (int, float)) and not isinstance(claimed, bool) and 0 <= claimed < 1e9:
-        result.device_memory_mb["candidate"] = float(claimed)
-    reported = getattr(judge, "device_bytes", None)
-    if isinstance(reported, int):
-        result.device_memory_mb["reference"] = round(reported / MIB, 1)
+    for key in ("candidate", *(f"candidate_{phase}" for phase in CANDIDATE_PHASES)):
+        claimed = memory.get(key)
+        if isinstance(claimed, (int, float)) and not isinstance(claimed, bool) and 0 <= claimed < 1e9:
+            result.device_memory_mb[key] = float(claimed)
+    for key, attribute in (
+        ("reference", "device_bytes"),
+        ("reference_plan", "plan_bytes"),
+        ("reference_judging", "judging_bytes"),
+    ):
+        reported = getattr(judge, attribute, None)
+        if isinstance(reported, int):
+            result.device_memory_mb[key] = round(reported / MIB, 1)
 
 
 def timeout_reply(run: ChildStream, job: Any, judge: Any) -> dict[str, Any]:
