@@ -122,6 +122,21 @@ def test_a_correct_candidate_passes_every_trial() -> None:
     assert judge.done and judge.passed == 3 and judge.out_bytes == 32
 
 
+def test_once_every_trial_passed_the_reference_can_go_and_a_later_trial_is_refused() -> None:
+    judge = _judge()
+    for k in range(3):
+        out = torch.relu(_inputs(k))
+        assert judge.judge(*_trial(k, out, again=out.clone() if k == 0 else None)).action == "continue"
+    judge.release()
+    assert all(t.output is None and t.slack is None and not t.inputs_after for t in judge.trials)
+    assert judge.probe is not None and judge.probe.output is None and judge.done and judge.passed == 3
+    # a fourth trial, or a probe nobody asked for, is refused before any reference value is read
+    late = judge.judge(*_trial(3, torch.relu(_inputs(0))))
+    assert late.action == "fail" and late.failure.error_type == ErrorType.SANDBOX_VIOLATION
+    probe = judge.judge(*_trial("probe", torch.relu(_inputs(7))))
+    assert probe.action == "fail" and probe.failure.error_type == ErrorType.SANDBOX_VIOLATION
+
+
 def test_a_wrong_first_trial_asks_for_the_probe_then_fails_as_a_mismatch() -> None:
     judge = _judge()
     wrong = torch.relu(_inputs(0)) + 0.5

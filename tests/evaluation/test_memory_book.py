@@ -82,6 +82,32 @@ def test_a_forged_reading_is_no_reading() -> None:
     assert measured_need(forged) is None
 
 
+def test_the_need_sums_the_phases_that_overlap_not_the_two_peaks() -> None:
+    def need(**memory: float) -> int | None:
+        return measured_need(
+            EvalResult(task_id="t", backend="cuda", profile="full", code_hash="h", device_memory_mb=memory)
+        )
+
+    contexts = 2 * CONTEXT_BYTES
+    phases = {"candidate_compile": 500.0, "candidate_correctness": 3000.0, "candidate_timing": 4000.0}
+    # the plan's peak comes next to the compile stage, the judging next to the trials, nothing next to the timing
+    full = need(candidate=4000.0, reference=6000.0, reference_plan=6000.0, reference_judging=2000.0, **phases)
+    assert full == 6500 * MIB + contexts  # the plan and the compile stage, not 4000 + 6000
+    assert need(candidate=4000.0, reference=6000.0, reference_plan=1000.0, reference_judging=2000.0, **phases) == (
+        5000 * MIB + contexts  # judging 2000 next to the trials' 3000
+    )
+    assert need(candidate=9000.0, reference=100.0, reference_plan=100.0, reference_judging=100.0,
+                **{**phases, "candidate_timing": 9000.0}) == 9000 * MIB + contexts  # fmt: skip
+    # a judge that reported one peak: it counts next to every phase it could overlap
+    assert need(candidate=4000.0, reference=6000.0, **phases) == 9000 * MIB + contexts
+    # no phases (an older child, or one cut short): the two peaks as if they coincided
+    assert need(candidate=4000.0, reference=6000.0) == 10000 * MIB + contexts
+    # an evaluation that ended in its compile stage: the plan next to it
+    assert need(candidate=500.0, reference=6000.0, reference_plan=6000.0, candidate_compile=500.0) == (
+        6500 * MIB + contexts
+    )
+
+
 def test_evaluations_that_ended_early_do_not_lower_the_need() -> None:
     """A compile error or a wrong output ends before the timing stage, whose buffers are the
     candidate's largest: such readings never pull a task's need below the prior or below the

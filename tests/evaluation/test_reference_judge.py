@@ -130,6 +130,7 @@ def test_a_verdict_message_round_trips_to_the_zygote_side(tmp_path) -> None:
     os.write(verdict_write, frame(json.dumps(message).encode()))
     verdict = remote.judge({"index": 2, "tensors": []}, b"body")
     assert remote.device_bytes == 9 << 20
+    assert (remote.plan_bytes, remote.judging_bytes) == (5 << 20, 9 << 20)  # building the plan, then judging
     assert verdict.action == "fail" and verdict.failure.error_type == ErrorType.VALUE_MISMATCH
     assert verdict.failure.metrics == {"max_abs_err": 0.7} and "trial 3 of 3" in verdict.failure.message
     assert (remote.passed, remote.max_abs, remote.max_rel, remote.out_bytes) == (2, 0.25, 0.5, 4096)

@@ -133,3 +133,24 @@ def test_the_result_sent_is_bounded_and_says_what_was_cut(tmp_path) -> None:
     assert sent.correct and not sent.hack
     assert state.recorder.notes[0] in sent.warnings
     assert sent.warnings[-1].startswith(RESULT_CUT_NOTE) and "launches" in sent.warnings[-1]
+
+
+def test_the_child_reports_its_peak_device_memory_per_phase(tmp_path, monkeypatch) -> None:
+    import ascend_kernel_gym.evaluation.state as state_module
+
+    peaks = iter([700 << 20, 3000 << 20, 2000 << 20])  # compile, correctness, timing
+    monkeypatch.setattr(state_module, "device_peak_bytes", lambda backend, reset=False: next(peaks))
+    result = EvalResult(task_id="core/L1/relu", backend="cuda", profile="small", code_hash="x", correct=True)
+    state = _state(tmp_path, result)
+    state.memory_phase("compile")
+    state.memory_phase("correctness")
+    sent = _finished(state)  # the phase under way when the child finishes is the next one
+    assert sent.device_memory_mb == {
+        "candidate": 3000.0, "candidate_compile": 700.0, "candidate_correctness": 3000.0, "candidate_timing": 2000.0,
+    }  # fmt: skip
+
+    monkeypatch.setattr(state_module, "device_peak_bytes", lambda backend, reset=False: None)  # the CPU
+    cpu = _finished(
+        _state(tmp_path, EvalResult(task_id="core/L1/relu", backend="interpreter", profile="small", code_hash="x"))
+    )
+    assert cpu.device_memory_mb == {}

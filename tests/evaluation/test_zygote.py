@@ -366,10 +366,16 @@ def test_the_reply_keeps_the_childs_own_memory_reading_only_as_a_number_and_the_
     zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
     judge = _relu_judge()
     judge.device_bytes = 3 << 30  # what a judging reference child reported
+    judge.plan_bytes, judge.judging_bytes = 3 << 30, 1 << 30  # ... building the plan, then judging
+    ref = {"reference": 3072.0, "reference_plan": 3072.0, "reference_judging": 1024.0}
     claims = (
-        ({"candidate": 1234.5, "reference": 1.0}, {"candidate": 1234.5, "reference": 3072.0}),
-        ({"candidate": "0", "reference": 1.0}, {"reference": 3072.0}),
-        (["forged"], {"reference": 3072.0}),
+        ({"candidate": 1234.5, "reference": 1.0}, {"candidate": 1234.5, **ref}),
+        ({"candidate": "0", "reference": 1.0}, ref),
+        (["forged"], ref),
+        (  # the child's phases pass as numbers; the judge's own keys are the judge's, whatever the child says
+            {"candidate": 900.0, "candidate_compile": 10.0, "candidate_timing": "x", "reference_plan": 1.0, "x": 5.0},
+            {"candidate": 900.0, "candidate_compile": 10.0, **ref},
+        ),
     )
     for claimed, kept in claims:
         run = ChildStream(_child(), "tok")
