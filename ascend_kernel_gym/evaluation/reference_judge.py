@@ -75,9 +75,11 @@ def judge_main(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prep
         os._exit(0)
 
 
-def _free_device_memory(device: torch.device | None) -> None:
-    """Give the device the memory the last job's tensors held (the caching allocator keeps it)."""
-    gc.collect()
+def _free_device_memory(device: torch.device | None, collect: bool = True) -> None:
+    """Give the device the memory the last job's tensors held (the caching allocator keeps it);
+    ``collect``: collect garbage first (tensors in reference cycles)."""
+    if collect:
+        gc.collect()
     if device is None or device.type == "cpu":
         return
     empty_cache = getattr(getattr(torch, device.type, None), "empty_cache", None)
@@ -108,7 +110,7 @@ def _judge_one(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prep
         return False
     # The plan's temporaries go back to the device, and the verdicts report the judging's own peak
     # (the candidate's trials run next to it, not next to the plan: .memory_book.measured_need).
-    _free_device_memory(prepared.device)
+    _free_device_memory(prepared.device, collect=False)  # the candidate's first trial may be on its way
     device_peak_bytes(prepared.device.type, reset=True)
     return _serve(judge, prepared.device, job_fd, result_fd)
 
@@ -156,7 +158,7 @@ def _serve(judge: Judge, device: torch.device, job_fd: int, result_fd: int) -> b
             verdict = Verdict("fail", failure)
         if judge.done:  # the reference's outputs are not needed again: the timing stage runs without them
             judge.release()
-            _free_device_memory(device)
+            _free_device_memory(device, collect=False)
         message = verdict_message(judge, verdict)
         message["device_bytes"] = device_peak_bytes(device.type)
         write_all(result_fd, frame(json.dumps(message).encode()))
