@@ -5,8 +5,11 @@ variant (its ``forward`` raises at the first call: ``tasks.variants.broken_varia
 requests with the full shape profile and the result cache off, evaluated by
 ``Evaluator(workers_per_device=c)`` for each ``c`` of ``--concurrency``, in two request orders
 (``interleaved``: solution, broken, solution, ...; ``shuffled``: a fixed random permutation).
-Per run: evaluations per minute (requests / the burst's wall time), latency p50 / p95 (each
-evaluation's own ``total`` time, waits for a worker and for the device lease included), verdicts
+The burst goes through ``Evaluator.evaluate_many`` at once, as an RL step's batch would (the
+evaluator hands each free worker to the longest expected evaluation waiting, so the two orders
+differ only in what it cannot foresee). Per run: evaluations per minute (requests / the burst's
+wall time), latency p50 / p95 (each evaluation's own ``total`` time, waits for a worker and for
+the device lease included), verdicts
 against the baseline run (the lowest concurrency, first order), and for every task correct in
 both runs the relative difference of its speedup to the baseline's: the maximum, the median and
 the tasks beyond 3 %. The baseline's repeat at the same concurrency in the other order is the
@@ -31,9 +34,9 @@ import platform
 import random
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -140,18 +143,22 @@ def run_once(
         ev.warm_up()
         warm_s = time.perf_counter() - started
         rows: list[dict[str, Any] | None] = [None] * len(queue)
+        lock = threading.Lock()
         begin = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=ev.workers) as pool:
-            futures = {pool.submit(ev.evaluate, item["request"]): i for i, item in enumerate(queue)}
-            for done, future in enumerate(as_completed(futures), 1):
-                i = futures[future]
-                rows[i] = row_of(queue[i], future.result(), time.perf_counter() - begin)
+
+        def record(i: int, result: Any) -> None:
+            with lock:
+                rows[i] = row_of(queue[i], result, time.perf_counter() - begin)
+                done = sum(row is not None for row in rows)
                 if done % 15 == 0 or done == len(queue):
                     so_far = time.perf_counter() - begin
                     print(f"  c={per_device} {order}: {done}/{len(queue)} in {so_far:.0f} s", flush=True)
                     if progress is not None and done < len(queue):
                         partial = summary(rows, per_device, ev.workers, order, warm_s, so_far, ev.stats)
                         progress(partial | {"partial": f"{done} of {len(queue)} requests finished"})
+
+        # As an RL step would: the whole burst at once, the evaluator choosing what runs next.
+        ev.evaluate_many([item["request"] for item in queue], on_result=record)
         makespan = time.perf_counter() - begin
         workers = ev.workers
         stats = dict(ev.stats)

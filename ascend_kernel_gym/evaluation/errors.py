@@ -35,6 +35,11 @@ REFERENCE_OUT_OF_MEMORY = "the task's reference ran out of device memory"
 HARNESS_OUT_OF_MEMORY = "the evaluator ran out of device memory"
 #: texts of allocation failures that libraries report without "out of memory" (cuBLAS, cuDNN, CUDA)
 _ALLOCATION_FAILURE_TEXTS = ("status_alloc_failed", "cudaerrormemoryallocation")
+#: PyTorch's CUDA caching allocator names the processes on a full device through NVML when an
+#: allocation fails; where NVML cannot start (in the evaluator's sandbox on an H100, 2026-12-06:
+#: six evaluations of eight workers) it raises ``NVML_SUCCESS == ... INTERNAL ASSERT FAILED at
+#: .../CUDACachingAllocator.cpp`` instead of ``OutOfMemoryError`` (pytorch/pytorch#185240)
+_ALLOCATOR_NVML_TEXTS = ("nvml_success", "cudacachingallocator")
 
 
 def reference_failure(exc: BaseException, what: str) -> StageError:
@@ -210,6 +215,8 @@ def classify_exception(exc: BaseException) -> ErrorType:
         if "out of memory" in text or "can't allocate memory" in text or "cannot allocate memory" in text:
             return ErrorType.OOM
         if any(failure in text for failure in _ALLOCATION_FAILURE_TEXTS):
+            return ErrorType.OOM
+        if all(part in text for part in _ALLOCATOR_NVML_TEXTS):
             return ErrorType.OOM
     for err in chain:
         if type(err).__name__ in _COMPILE_ERROR_NAMES or type(err).__module__.startswith("triton.compiler"):

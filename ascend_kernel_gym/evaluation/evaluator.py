@@ -12,8 +12,8 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ascend_kernel_gym.evaluation.cache import ResultCache, cache_key, harness_fingerprint
@@ -31,6 +31,7 @@ from ascend_kernel_gym.evaluation.concurrency import (
     visible_devices,
     was_retried,
 )
+from ascend_kernel_gym.evaluation.dispatch import DurationBook, WorkerQueue
 from ascend_kernel_gym.evaluation.errors import REFERENCE_BROKE_DEVICE
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.lower_stage import run_lower_stage
@@ -48,6 +49,8 @@ DEFAULT_MEMORY_MB = {"interpreter": 4096, "cuda": 16384, "npu": 16384}
 #: (``profile_budget_s``); on an H100 the speedups of the 45 reference solutions moved by at most
 #: 1.45 % against 100 rounds each (docs/scaling.md)
 DEFAULT_PROFILE_BUDGET_S = 2.0
+#: ``evaluate_many`` lets this many callers per worker wait at once (the longest expected goes first)
+DISPATCH_DEPTH = 4
 #: added to a wrong result of a bf16 task on the interpreter: Triton 3.9's interpreter computes
 #: arithmetic on bf16 values wrongly (a bf16 `x + y` gives values near 1e38), a valid kernel fails
 BF16_INTERPRETER_NOTE = (
@@ -217,6 +220,7 @@ class Evaluator:
         self._gates: dict[int, DeviceGate] = {}
         #: each task's device-memory need, from its finished evaluations (admission to a shared device)
         self._memory_book = MemoryBook()
+        self._duration_book = DurationBook()
         self._ray: Any = None
         if executor == "ray":
             self._start_ray(
@@ -264,8 +268,9 @@ class Evaluator:
                     workers=self.workers_per_device,
                     total_bytes=(ASSUMED_DEVICE_GIB.get(self.backend, 16) << 30) if on_device else None,
                 )
-        self._idle = list(self._handles)
-        self._idle_ready = threading.Condition()
+        self._queue: WorkerQueue[ZygoteHandle] = WorkerQueue(
+            list(self._handles), load=lambda h: self._gates[h.device_index or 0].load
+        )
         if start:
             for handle in self._handles:
                 threading.Thread(target=self._start_quietly, args=(handle,), daemon=True).start()
@@ -418,8 +423,17 @@ class Evaluator:
             result = self._run_job(job, timeout, before)
         return run_lower_stage(result, job, self.ascend_lower, self.os_sandbox)
 
-    def evaluate_many(self, requests: Iterable[EvalRequest], progress: bool = False) -> list[EvalResult]:
-        """Evaluate several candidates in parallel over the workers; exactly one result per request, in order."""
+    def evaluate_many(
+        self,
+        requests: Iterable[EvalRequest],
+        progress: bool = False,
+        on_result: Callable[[int, EvalResult], None] | None = None,
+    ) -> list[EvalResult]:
+        """Evaluate several candidates in parallel over the workers; exactly one result per request, in order.
+
+        ``on_result(index, result)``, if given, is called as each result comes in (``index`` into
+        ``requests``), from the thread that evaluated it; an exception it raises is raised here.
+        """
         items = list(requests)
         for request in items:
             self._validate(request)
@@ -427,10 +441,24 @@ class Evaluator:
             return []
         with self._lock:
             if self._executor is None:
-                threads = self._ray.max_parallel if self._ray is not None else self.workers
+                # Locally, more callers than workers wait at once, so that the longest expected one
+                # can go first whenever a worker frees (.dispatch.WorkerQueue).
+                threads = self._ray.max_parallel if self._ray is not None else self.workers * DISPATCH_DEPTH
                 self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="akg-eval")
             executor = self._executor
-        futures = [executor.submit(self.evaluate, request) for request in items]
+        # Submitted longest expected first (beyond the callers waiting at once, the executor's own
+        # queue is first come, first served); the results keep the requests' order.
+        expected = [self._expected_s(request) for request in items]
+        futures: list[Future[EvalResult]] = [None] * len(items)  # type: ignore[list-item]
+
+        def run(index: int) -> EvalResult:
+            result = self.evaluate(items[index])
+            if on_result is not None:
+                on_result(index, result)
+            return result
+
+        for i in sorted(range(len(items)), key=lambda i: -expected[i]):
+            futures[i] = executor.submit(run, i)
         if progress:
             from concurrent.futures import as_completed
 
@@ -439,6 +467,12 @@ class Evaluator:
             for _ in tqdm(as_completed(futures), total=len(futures), desc="evaluating", unit="kernel"):
                 pass
         return [future.result() for future in futures]
+
+    def _expected_s(self, request: EvalRequest) -> float:
+        """How long ``request``'s evaluation is expected to keep a worker (.dispatch.DurationBook)."""
+        profile = request.profile or request.task.default_profile(self.backend)
+        code = request.code if isinstance(request.code, str) else ""
+        return self._duration_book.expected_s(request.task, profile, code)
 
     @property
     def workers(self) -> int:
@@ -543,22 +577,9 @@ class Evaluator:
             }
         )
 
-    def _take_worker(self) -> ZygoteHandle:
-        """An idle worker on the device with the fewest evaluations (waits for one)."""
-        with self._idle_ready:
-            while not self._idle:
-                self._idle_ready.wait()
-            handle = min(self._idle, key=lambda h: self._gates[h.device_index or 0].load)
-            self._idle.remove(handle)
-            return handle
-
-    def _give_back(self, handle: ZygoteHandle) -> None:
-        with self._idle_ready:
-            self._idle.append(handle)
-            self._idle_ready.notify()
-
     def _run_job(self, job: Job, timeout: float, result: EvalResult) -> EvalResult:
-        handle = self._take_worker()
+        # The longest expected evaluation among those waiting gets the next idle worker (.dispatch).
+        handle = self._queue.take(self._duration_book.expected_s(job.task, job.profile, job.code))
         gate = self._gates[handle.device_index or 0]
         try:
             base = EvalResult.from_dict(result.to_dict())
@@ -566,6 +587,7 @@ class Evaluator:
             with gate.slot(need=book.need(job.task, job.profile)) as slot:
                 out = self._run_on(handle, job, timeout, result)
             book.observe(job.task, job.profile, out)
+            self._duration_book.observe(job.task, job.profile, out)
             if slot.held_for_memory:
                 with self._lock:
                     self.stats["memory_waits"] += 1
@@ -584,7 +606,7 @@ class Evaluator:
                 )
             return out
         finally:
-            self._give_back(handle)
+            self._queue.give_back(handle)
 
     def _run_on(self, handle: ZygoteHandle, job: Job, timeout: float, result: EvalResult) -> EvalResult:
         """Run ``job`` on worker ``handle`` (restarted once if it fails) and read its reply."""

@@ -297,6 +297,8 @@ def time_side_by_side(
         "budget_s": budget_s,
         "warmup": warmup,
         "audit_rounds": len(audit_at),
+        # rounds whose output was checked (the audited ones among them: their audit call is checked too)
+        "checked_rounds": len(check_at | audit_at) if check is not None else 0,
         "input_sets": num_sets,
         "kernel_ms_median": statistics.median(cand_times),
         "ref_ms_median": statistics.median(ref_times),

@@ -53,6 +53,13 @@ def test_memory_and_plain_errors() -> None:
     assert classify_exception(MemoryError()) == ErrorType.OOM
     assert classify_exception(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")) == ErrorType.OOM
     assert classify_exception(ValueError("shapes do not match")) == ErrorType.RUNTIME_ERROR
+    # a failed allocation reported through NVML where NVML cannot start (seen on an H100)
+    nvml = RuntimeError(
+        'NVML_SUCCESS == DriverAPI::get()->nvmlInit_v2_() INTERNAL ASSERT FAILED at "/pytorch/c10/cuda/'
+        'CUDACachingAllocator.cpp":1135, please report a bug to PyTorch. '
+    )
+    assert classify_exception(nvml) == ErrorType.OOM
+    assert classify_exception(RuntimeError("INTERNAL ASSERT FAILED at aten/src/Foo.cpp")) == ErrorType.RUNTIME_ERROR
 
 
 def test_compile_error_points_at_candidate_line(tmp_path) -> None:

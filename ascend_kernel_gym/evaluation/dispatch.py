@@ -1,0 +1,145 @@
+"""Which waiting evaluation gets the next free worker: the one expected to take longest.
+
+An RL step hands the evaluator a batch of mixed tasks at once. Handed out in the order they came,
+the slowest evaluations of a batch can come last and run on after every other worker is idle:
+in the issue's 90-request burst at eight workers on an H100 (2026-12-06), the level-3 tasks came
+last in the interleaved order, and for the last 26 of the burst's 71 s one to three evaluations
+were running. Handing the free worker to the waiting evaluation with the longest expected run
+(longest processing time first, the classic rule for a short makespan) lets the short ones fill
+in around the long ones at the end.
+
+* :class:`DurationBook` expects how long an evaluation's child runs: the median of the task's
+  last :data:`WINDOW` evaluations on this evaluator, else a prior from the candidate's code and
+  the task's level (:func:`prior_s`; only the order of the expectations matters).
+* :class:`WorkerQueue` hands out idle workers: the longest expected evaluation first, except that
+  an evaluation waiting longer than :data:`STARVE_S` goes before every one that has not (a
+  stream of long evaluations cannot hold a short one back for ever). With as many callers as
+  workers there is no queue and nothing changes; ``Evaluator.evaluate_many`` submits more.
+
+Which worker an evaluation gets is unchanged: the idle one on the device with the fewest
+evaluations. The order only decides who goes first; every result is still returned to its
+caller, and ``evaluate_many`` still returns them in request order.
+
+Imports neither torch nor triton.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from ascend_kernel_gym.evaluation.memory_book import task_key
+from ascend_kernel_gym.evaluation.result import EvalResult
+from ascend_kernel_gym.tasks.task import Task
+
+#: evaluations of one task whose median child time is its expectation
+WINDOW = 8
+#: a waiting evaluation older than this goes before all younger ones, whatever their expectation
+STARVE_S = 60.0
+#: the prior's seconds per line of candidate code and level of the task (one worker of an H100,
+#: 2026-12-06: about 1 s for a 33-line level-1 solution, 16 s for a 183-line level-3 block)
+PRIOR_S_PER_LINE_LEVEL = 0.03
+#: the prior's floor (an empty or one-line answer still starts a child)
+PRIOR_MIN_S = 0.5
+
+H = TypeVar("H")
+
+
+def prior_s(task: Task, code: str) -> float:
+    """The expected child seconds of an evaluation of ``code`` for ``task`` before any was measured.
+
+    Longer candidates hold more kernels to compile, and higher levels run more operators per trial;
+    the figure is rough, and is replaced by the task's measured times once there are some.
+    """
+    lines = sum(1 for line in code.splitlines() if line.strip())
+    return max(PRIOR_MIN_S, PRIOR_S_PER_LINE_LEVEL * lines * max(1, int(task.level or 1)))
+
+
+class DurationBook:
+    """Per-task child times learned from finished evaluations (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seconds: dict[str, deque[float]] = {}
+
+    def expected_s(self, task: Task, profile: str, code: str) -> float:
+        """The seconds an evaluation of ``code`` for ``task`` is expected to keep its worker."""
+        with self._lock:
+            seen = self._seconds.get(task_key(task, profile))
+            if seen:
+                return statistics.median(seen)
+        return prior_s(task, code)
+
+    def observe(self, task: Task, profile: str, result: EvalResult) -> None:
+        """Record how long ``result``'s child ran (a result without a child time changes nothing)."""
+        seconds = result.stage_durations.get("child_wall")
+        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not seconds > 0:
+            return
+        with self._lock:
+            self._seconds.setdefault(task_key(task, profile), deque(maxlen=WINDOW)).append(float(seconds))
+
+
+@dataclass
+class _Waiter:
+    expected_s: float
+    asked_at: float
+    seq: int
+
+
+class WorkerQueue(Generic[H]):
+    """Idle workers, handed to the waiting caller that goes first (see the module docstring).
+
+    Args:
+        workers: the workers, all idle at first.
+        load: a worker's device load; the idle worker with the lowest is handed out.
+        starve_s: waiting longer than this puts a caller before every younger one.
+    """
+
+    def __init__(self, workers: list[H], load: Callable[[H], int], starve_s: float = STARVE_S) -> None:
+        self._idle = list(workers)
+        self._load = load
+        self._starve_s = starve_s
+        self._cond = threading.Condition()
+        self._waiting: list[_Waiter] = []
+        self._seq = itertools.count()
+
+    @property
+    def waiting(self) -> int:
+        """Callers waiting for a worker now."""
+        with self._cond:
+            return len(self._waiting)
+
+    def _first(self, now: float) -> _Waiter:
+        starved = [w for w in self._waiting if now - w.asked_at > self._starve_s]
+        if starved:
+            return min(starved, key=lambda w: w.seq)
+        return min(self._waiting, key=lambda w: (-w.expected_s, w.seq))
+
+    def take(self, expected_s: float = 0.0) -> H:
+        """An idle worker, once no waiting caller goes before this one (blocks until then)."""
+        with self._cond:
+            me = _Waiter(float(expected_s), time.monotonic(), next(self._seq))
+            self._waiting.append(me)
+            try:
+                while not self._idle or self._first(time.monotonic()) is not me:
+                    # Who goes first can change with time alone (a caller starts to starve): while
+                    # a worker is idle, look again now and then rather than wait for a notice.
+                    self._cond.wait(timeout=0.5 if self._idle else None)
+                worker = min(self._idle, key=self._load)
+                self._idle.remove(worker)
+            finally:
+                self._waiting.remove(me)
+                self._cond.notify_all()  # the next in line may find a worker left
+            return worker
+
+    def give_back(self, worker: H) -> None:
+        """Make ``worker`` idle again."""
+        with self._cond:
+            self._idle.append(worker)
+            self._cond.notify_all()

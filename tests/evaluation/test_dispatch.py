@@ -1,0 +1,131 @@
+"""Who gets the next free worker (evaluation/dispatch.py), and evaluate_many handing its batch to it."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from ascend_kernel_gym.evaluation import EvalRequest, EvalResult, Evaluator
+from ascend_kernel_gym.evaluation.dispatch import WINDOW, DurationBook, WorkerQueue, prior_s
+from ascend_kernel_gym.evaluation.evaluator import DISPATCH_DEPTH
+from ascend_kernel_gym.tasks.suite import get_task
+
+
+def _wait_for(predicate, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def _queued_takers(queue: WorkerQueue, expectations: list[float], got: list[float]) -> list[threading.Thread]:
+    threads, before = [], queue.waiting
+    for expected in expectations:
+
+        def take(expected: float = expected) -> None:
+            worker = queue.take(expected)
+            got.append(expected)
+            queue.give_back(worker)
+
+        thread = threading.Thread(target=take)
+        thread.start()
+        threads.append(thread)
+        _wait_for(lambda n=before + len(threads): queue.waiting == n)  # each is waiting before the next asks
+    return threads
+
+
+def test_the_longest_expected_waiting_caller_gets_the_next_free_worker() -> None:
+    queue: WorkerQueue[str] = WorkerQueue(["w"], load=lambda w: 0)
+    held = queue.take(0.0)
+    got: list[float] = []
+    threads = _queued_takers(queue, [1.0, 5.0, 3.0, 5.0], got)
+    queue.give_back(held)
+    for thread in threads:
+        thread.join(30)
+    assert got == [5.0, 5.0, 3.0, 1.0]  # equal expectations keep their order of arrival
+
+
+def test_a_caller_waiting_past_the_starvation_limit_goes_first() -> None:
+    queue: WorkerQueue[str] = WorkerQueue(["w"], load=lambda w: 0, starve_s=0.2)
+    held = queue.take(0.0)
+    got: list[float] = []
+    threads = _queued_takers(queue, [1.0], got)
+    time.sleep(0.3)  # the short one has waited past the limit ...
+    threads += _queued_takers(queue, [9.0], got)  # ... a longer one arrives after it
+    queue.give_back(held)
+    for thread in threads:
+        thread.join(30)
+    assert got == [1.0, 9.0]
+
+
+def test_the_idle_worker_on_the_least_loaded_device_is_handed_out() -> None:
+    loads = {"busy": 3, "quiet": 0}
+    queue: WorkerQueue[str] = WorkerQueue(["busy", "quiet"], load=loads.__getitem__)
+    assert queue.take(1.0) == "quiet"
+    assert queue.take(1.0) == "busy"
+
+
+def test_expected_times_come_from_the_task_once_measured_and_from_the_code_before() -> None:
+    book = DurationBook()
+    l1, l3 = get_task("core/L1/relu"), get_task("core/L3/gpt2_block")
+    short, long = "x = 1\n" * 30, "x = 1\n" * 180
+    assert prior_s(l1, short) < prior_s(l1, long) < prior_s(l3, long)
+    assert prior_s(l1, "") > 0
+    assert book.expected_s(l3, "full", long) == prior_s(l3, long)
+
+    def result(child_s: float | None) -> EvalResult:
+        r = EvalResult(task_id=l3.id, backend="cuda", profile="full", code_hash="h")
+        if child_s is not None:
+            r.stage_durations["child_wall"] = child_s
+        return r
+
+    for seconds in (2.0, 9.0, 4.0):
+        book.observe(l3, "full", result(seconds))
+    book.observe(l3, "full", result(None))  # a static refusal: no child ran
+    assert book.expected_s(l3, "full", long) == 4.0  # the median, whatever the code
+    assert book.expected_s(l3, "small", long) == prior_s(l3, long)  # another profile is another key
+    for _ in range(WINDOW):
+        book.observe(l3, "full", result(1.0))
+    assert book.expected_s(l3, "full", long) == 1.0  # the old ones left the window
+
+
+def test_evaluate_many_runs_the_longest_expected_first_and_reports_each_result_once(relu_task, relu_solution) -> None:
+    ev = Evaluator(backend="interpreter", workers=1, start=False, cache=False)
+    calls: list[str] = []
+    release = threading.Event()
+
+    def fake_run_on(handle, job, timeout, base):
+        calls.append(job.code)
+        if len(calls) == 1:  # hold the only worker until every other request waits for it
+            release.wait(30)
+        result = EvalResult.from_dict(base.to_dict())
+        result.correct = True
+        result.stage_durations["child_wall"] = 1.0
+        return result
+
+    ev._run_on = fake_run_on
+    codes = [relu_solution + "\n# pad\n" * n for n in (0, 40, 10, 80, 20)]
+    seen: list[int] = []
+    done = threading.Event()
+    results: list[EvalResult] = []
+
+    def batch() -> None:
+        results.extend(
+            ev.evaluate_many(
+                [EvalRequest(task=relu_task, code=c) for c in codes], on_result=lambda i, r: seen.append(i)
+            )
+        )
+        done.set()
+
+    try:
+        threading.Thread(target=batch, daemon=True).start()
+        _wait_for(lambda: len(calls) == 1 and ev._queue.waiting == DISPATCH_DEPTH - 1)  # the threads of one worker
+        release.set()
+        assert done.wait(60)
+    finally:
+        ev.close()
+    assert [r.correct for r in results] == [True] * len(codes)  # in request order
+    assert sorted(seen) == list(range(len(codes)))
+    # the first ran at once; the rest waited (or were submitted later, being shorter) and went longest first
+    rest = calls[1:]
+    assert rest == sorted(rest, key=len, reverse=True)
