@@ -224,3 +224,54 @@ def test_an_idle_judge_gives_the_last_jobs_device_memory_back_before_it_waits() 
     os.close(taken_read)
     assert os.waitstatus_to_exitcode(status) == 0
     assert events == ["judged", "empty_cache", "waits", "judged"]
+
+
+def test_the_judge_lets_go_of_the_references_outputs_once_every_trial_passed() -> None:
+    import torch
+
+    from ascend_kernel_gym.evaluation import reference_judge
+    from ascend_kernel_gym.evaluation.tensor_wire import encode_payload, encode_tree
+    from ascend_kernel_gym.evaluation.wire import split_payload
+
+    def split(header: dict, tensors: list) -> tuple[dict, bytes]:
+        _, head, body = split_payload(encode_payload(header, tensors))
+        return head, body
+
+    inputs = [torch.linspace(-1.0, 1.0, 8) * (k + 1) for k in range(3)]
+    tensors: list = []
+    entries = [
+        {"seed": k, "distribution": "normal", "output": encode_tree(torch.relu(x), tensors), "inputs_after": {}}
+        for k, x in enumerate(inputs)
+    ]
+    for entry in entries:
+        entry["slack"] = None
+    probe = {
+        "seed": 9,
+        "distribution": "task",
+        "output": encode_tree(torch.relu(inputs[0]), tensors),
+        "inputs_after": {},
+        "slack": None,
+    }
+    judge = Judge(1e-5, 1e-5, 3)
+    judge.load_reference(*split({"trials": entries, "probe": probe, "profile": "small"}, tensors))
+
+    trial_read, trial_write = os.pipe()
+    verdict_read, verdict_write = os.pipe()
+    for k, x in enumerate(inputs):
+        out: list = []
+        again = torch.relu(x) if k == 0 else None
+        header = {
+            "index": k, "output": encode_tree(torch.relu(x), out), "aliased": [False], "changed": [],
+            "inputs_after": {}, "again": encode_tree(again, out) if again is not None else None,
+        }  # fmt: skip
+        head, body = split(header, out)
+        raw = json.dumps(head).encode()
+        os.write(trial_write, HEADER.pack(len(raw)) + raw + HEADER.pack(len(body)) + body)
+    os.write(trial_write, HEADER.pack(0))  # the end of the evaluation
+    assert reference_judge._serve(judge, torch.device("cpu"), trial_read, verdict_write) is True
+    os.close(verdict_write)
+    replies = os.read(verdict_read, 1 << 16)
+    assert replies.count(b'"action": "continue"') == 3 and judge.done
+    assert all(t.output is None for t in judge.trials) and judge.probe.output is None
+    for fd in (trial_read, trial_write, verdict_read):
+        os.close(fd)
