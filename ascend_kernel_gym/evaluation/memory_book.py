@@ -48,9 +48,10 @@ MIB = 1 << 20
 CONTEXT_BYTES = 768 * MIB
 #: evaluations of one task whose largest need is its estimate
 WINDOW = 8
-#: need over task size assumed before enough tasks are measured: the median of the issue's
-#: 45 tasks at eight workers on an H100 (2026-12-05: 14-113, median 43)
-DEFAULT_RATIO = 40.0
+#: need over task size assumed before enough tasks are measured: the median of the issue's tasks
+#: at eight workers on an H100, their phases summed where they overlap (2026-12-06: 39 tasks of at
+#: least 64 MiB, 7-90, median 26; the two peaks summed had given 14-113, median 43)
+DEFAULT_RATIO = 26.0
 #: tasks measured before their ratio replaces :data:`DEFAULT_RATIO`
 RATIO_MIN_TASKS = 3
 #: tasks smaller than this do not set the ratio (fixed costs dominate their need)
