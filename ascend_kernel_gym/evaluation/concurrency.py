@@ -262,6 +262,11 @@ class DeviceGate:
             return "memory"
         return "memory" if self._short() else ""
 
+    def fits(self, need: int | None) -> bool:
+        """Whether a shared slot expected to take ``need`` bytes would be admitted now (it takes none)."""
+        with self._cond:
+            return not self._holdup(Slot(need=need, asked_at=time.monotonic()))
+
     @contextmanager
     def slot(self, exclusive: bool = False, need: int | None = None) -> Iterator[Slot]:
         """Hold the device (shared, or to itself) for the ``with`` block; ``need``: the bytes the

@@ -269,7 +269,9 @@ class Evaluator:
                     total_bytes=(ASSUMED_DEVICE_GIB.get(self.backend, 16) << 30) if on_device else None,
                 )
         self._queue: WorkerQueue[ZygoteHandle] = WorkerQueue(
-            list(self._handles), load=lambda h: self._gates[h.device_index or 0].load
+            list(self._handles),
+            load=lambda h: self._gates[h.device_index or 0].load,
+            fits=lambda h, need: self._gates[h.device_index or 0].fits(need),
         )
         if start:
             for handle in self._handles:
@@ -578,13 +580,14 @@ class Evaluator:
         )
 
     def _run_job(self, job: Job, timeout: float, result: EvalResult) -> EvalResult:
-        # The longest expected evaluation among those waiting gets the next idle worker (.dispatch).
-        handle = self._queue.take(self._duration_book.expected_s(job.task, job.profile, job.code))
+        # The longest expected evaluation among those waiting that fits gets the next idle worker (.dispatch).
+        book = self._memory_book
+        need = book.need(job.task, job.profile)
+        handle = self._queue.take(self._duration_book.expected_s(job.task, job.profile, job.code), need)
         gate = self._gates[handle.device_index or 0]
         try:
             base = EvalResult.from_dict(result.to_dict())
-            book = self._memory_book
-            with gate.slot(need=book.need(job.task, job.profile)) as slot:
+            with gate.slot(need=need) as slot:
                 out = self._run_on(handle, job, timeout, result)
             book.observe(job.task, job.profile, out)
             self._duration_book.observe(job.task, job.profile, out)

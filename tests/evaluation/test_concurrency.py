@@ -140,6 +140,15 @@ def test_slots_are_admitted_by_bytes_next_to_those_running_and_one_alone_always_
         assert not alone.had_neighbour
 
 
+def test_fits_says_whether_a_slot_would_be_admitted_now_without_taking_one() -> None:
+    gate = DeviceGate(lambda: (100 * GIB, 100 * GIB), poll_s=0.01, workers=4)  # room: 87 GiB
+    assert gate.fits(500 * GIB)  # alone, anything goes
+    with gate.slot(need=60 * GIB):
+        assert gate.fits(20 * GIB) and not gate.fits(30 * GIB)
+        assert gate.memory_waits == 0 and gate.load == 1  # asking held nothing and counted no wait
+    assert gate.fits(30 * GIB)
+
+
 def test_a_device_whose_memory_cannot_be_read_is_sized_by_its_assumed_total() -> None:
     # an Ascend NPU: no reading; 64 GiB assumed, less 10 % and two spare contexts
     gate = DeviceGate(lambda: None, poll_s=0.01, workers=2, total_bytes=64 * GIB)

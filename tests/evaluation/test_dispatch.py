@@ -58,6 +58,29 @@ def test_a_caller_waiting_past_the_starvation_limit_goes_first() -> None:
     assert got == [1.0, 9.0]
 
 
+def test_a_longer_caller_that_does_not_fit_yet_lets_a_shorter_one_that_fits_go_first() -> None:
+    room = [10]  # what the device would admit now, in GiB
+    queue: WorkerQueue[str] = WorkerQueue(["a", "b"], load=lambda w: 0, fits=lambda w, need: need <= room[0])
+    held = queue.take(1.0, need=1)
+    got: list[float] = []
+
+    def take(expected: float, need: int) -> None:
+        queue.take(expected, need)  # keeps its worker
+        got.append(expected)
+
+    long = threading.Thread(target=take, args=(9.0, 20))
+    long.start()
+    _wait_for(lambda: queue.waiting == 1)
+    short = threading.Thread(target=take, args=(2.0, 5))
+    short.start()
+    short.join(30)
+    assert got == [2.0] and queue.waiting == 1  # the long one waits without a worker ...
+    room[0] = 30
+    queue.give_back(held)
+    long.join(30)
+    assert got == [2.0, 9.0]  # ... and goes once it fits
+
+
 def test_the_idle_worker_on_the_least_loaded_device_is_handed_out() -> None:
     loads = {"busy": 3, "quiet": 0}
     queue: WorkerQueue[str] = WorkerQueue(["busy", "quiet"], load=loads.__getitem__)
