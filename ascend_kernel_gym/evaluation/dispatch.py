@@ -127,6 +127,10 @@ class WorkerQueue(Generic[H]):
         self._cond = threading.Condition()
         self._waiting: list[_Waiter] = []
         self._seq = itertools.count()
+        #: bumped at every change of the waiting callers or the idle workers
+        self._version = 0
+        #: the last decision: (version, when, (caller, worker) or None)
+        self._decided: tuple[int, float, tuple[_Waiter, H] | None] | None = None
 
     @property
     def waiting(self) -> int:
@@ -134,15 +138,21 @@ class WorkerQueue(Generic[H]):
         with self._cond:
             return len(self._waiting)
 
-    def _placed(self, waiter: _Waiter) -> H | None:
-        """The idle worker ``waiter`` would run on now: the least loaded one whose device admits it."""
+    def _placed(self, waiter: _Waiter, seen: dict[tuple[int, int | None], bool]) -> H | None:
+        """The idle worker ``waiter`` would run on now: the least loaded one whose device admits it
+        (``seen``: the admissions asked already in this decision, per worker and need)."""
         for worker in sorted(self._idle, key=self._load):
-            if self._fits is None or self._fits(worker, waiter.need):
+            if self._fits is None:
+                return worker
+            key = (id(worker), waiter.need)
+            if key not in seen:
+                seen[key] = self._fits(worker, waiter.need)
+            if seen[key]:
                 return worker
         return None
 
-    def _turn(self, me: _Waiter, now: float) -> H | None:
-        """The worker ``me`` takes now, or None while another caller goes first or nothing fits.
+    def _decide(self, now: float) -> tuple[_Waiter, H] | None:
+        """Who takes which idle worker now, or None while nobody fits.
 
         A starving caller goes first, fitting or not (the gate then holds the others back for it).
         Otherwise the longest expected caller that fits on an idle worker's device goes; a longer
@@ -150,13 +160,23 @@ class WorkerQueue(Generic[H]):
         """
         starved = [w for w in self._waiting if now - w.asked_at > self._starve_s]
         if starved:
-            first = min(starved, key=lambda w: w.seq)
-            return min(self._idle, key=self._load) if first is me else None
+            return min(starved, key=lambda w: w.seq), min(self._idle, key=self._load)
+        seen: dict[tuple[int, int | None], bool] = {}
         for waiter in sorted(self._waiting, key=lambda w: (-w.expected_s, w.seq)):
-            worker = self._placed(waiter)
+            worker = self._placed(waiter, seen)
             if worker is not None:
-                return worker if waiter is me else None
+                return waiter, worker
         return None
+
+    def _turn(self, me: _Waiter, now: float) -> H | None:
+        """The worker ``me`` takes now, or None. One decision serves every caller until the queue
+        changes or :data:`POLL_S` passes (asking the devices' gates is not free: a memory reading)."""
+        decided = self._decided
+        if decided is None or decided[0] != self._version or now - decided[1] > POLL_S:
+            choice = self._decide(now)
+            decided = self._decided = (self._version, now, choice)
+        choice = decided[2]
+        return choice[1] if choice is not None and choice[0] is me else None
 
     def take(self, expected_s: float = 0.0, need: int | None = None) -> H:
         """An idle worker, once this caller's turn has come (blocks until then); ``need``: the
@@ -164,6 +184,7 @@ class WorkerQueue(Generic[H]):
         with self._cond:
             me = _Waiter(float(expected_s), need, time.monotonic(), next(self._seq))
             self._waiting.append(me)
+            self._version += 1
             try:
                 while not self._idle or (worker := self._turn(me, time.monotonic())) is None:
                     # Whose turn it is can change without a notice here (a caller starts to starve,
@@ -172,6 +193,7 @@ class WorkerQueue(Generic[H]):
                 self._idle.remove(worker)
             finally:
                 self._waiting.remove(me)
+                self._version += 1
                 self._cond.notify_all()  # the next in line may find a worker left
             return worker
 
@@ -179,4 +201,5 @@ class WorkerQueue(Generic[H]):
         """Make ``worker`` idle again."""
         with self._cond:
             self._idle.append(worker)
+            self._version += 1
             self._cond.notify_all()

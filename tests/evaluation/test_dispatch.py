@@ -152,3 +152,34 @@ def test_evaluate_many_runs_the_longest_expected_first_and_reports_each_result_o
     # the first ran at once; the rest waited (or were submitted later, being shorter) and went longest first
     rest = calls[1:]
     assert rest == sorted(rest, key=len, reverse=True)
+
+
+def test_many_callers_each_get_a_worker_of_their_own_and_all_finish() -> None:
+    import random
+
+    rng = random.Random(5)
+    held: set[str] = set()
+    lock = threading.Lock()
+    clashes: list[str] = []
+    # a device admits a need while fewer than three workers are out (stands in for the memory gate)
+    queue: WorkerQueue[str] = WorkerQueue(
+        ["a", "b", "c", "d"], load=lambda w: 0, fits=lambda w, need: need is None or len(held) < 3 or need < 2
+    )
+
+    def caller(expected: float, need: int | None) -> None:
+        worker = queue.take(expected, need)
+        with lock:
+            if worker in held:
+                clashes.append(worker)
+            held.add(worker)
+        time.sleep(rng.random() * 0.01)
+        with lock:
+            held.discard(worker)
+        queue.give_back(worker)
+
+    threads = [threading.Thread(target=caller, args=(rng.random() * 10, rng.choice([None, 1, 3]))) for _ in range(60)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not any(thread.is_alive() for thread in threads) and not clashes and queue.waiting == 0
