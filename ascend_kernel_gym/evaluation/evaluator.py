@@ -582,12 +582,13 @@ class Evaluator:
     def _run_job(self, job: Job, timeout: float, result: EvalResult) -> EvalResult:
         # The longest expected evaluation among those waiting that fits gets the next idle worker (.dispatch).
         book = self._memory_book
-        need = book.need(job.task, job.profile)
-        handle = self._queue.take(self._duration_book.expected_s(job.task, job.profile, job.code), need)
+        expected_s = self._duration_book.expected_s(job.task, job.profile, job.code)
+        handle = self._queue.take(expected_s, book.need(job.task, job.profile))
         gate = self._gates[handle.device_index or 0]
         try:
             base = EvalResult.from_dict(result.to_dict())
-            with gate.slot(need=need) as slot:
+            # asked again: another evaluation of the task may have finished while this one waited
+            with gate.slot(need=book.need(job.task, job.profile)) as slot:
                 out = self._run_on(handle, job, timeout, result)
             book.observe(job.task, job.profile, out)
             self._duration_book.observe(job.task, job.profile, out)
