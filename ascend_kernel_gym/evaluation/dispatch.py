@@ -99,6 +99,8 @@ class _Waiter:
     need: int | None
     asked_at: float
     seq: int
+    #: passed over at some time because its device would not admit it
+    held_for_memory: bool = False
 
 
 class WorkerQueue(Generic[H]):
@@ -166,6 +168,7 @@ class WorkerQueue(Generic[H]):
             worker = self._placed(waiter, seen)
             if worker is not None:
                 return waiter, worker
+            waiter.held_for_memory = True
         return None
 
     def _turn(self, me: _Waiter, now: float) -> H | None:
@@ -178,9 +181,10 @@ class WorkerQueue(Generic[H]):
         choice = decided[2]
         return choice[1] if choice is not None and choice[0] is me else None
 
-    def take(self, expected_s: float = 0.0, need: int | None = None) -> H:
-        """An idle worker, once this caller's turn has come (blocks until then); ``need``: the
-        device memory the evaluation is expected to take (None: unknown)."""
+    def take(self, expected_s: float = 0.0, need: int | None = None) -> tuple[H, bool]:
+        """An idle worker, once this caller's turn has come (blocks until then), and whether the
+        caller was held back because its device would not admit it; ``need``: the device memory
+        the evaluation is expected to take (None: unknown)."""
         with self._cond:
             me = _Waiter(float(expected_s), need, time.monotonic(), next(self._seq))
             self._waiting.append(me)
@@ -195,7 +199,7 @@ class WorkerQueue(Generic[H]):
                 self._waiting.remove(me)
                 self._version += 1
                 self._cond.notify_all()  # the next in line may find a worker left
-            return worker
+            return worker, me.held_for_memory
 
     def give_back(self, worker: H) -> None:
         """Make ``worker`` idle again."""

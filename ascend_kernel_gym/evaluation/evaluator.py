@@ -583,7 +583,7 @@ class Evaluator:
         # The longest expected evaluation among those waiting that fits gets the next idle worker (.dispatch).
         book = self._memory_book
         expected_s = self._duration_book.expected_s(job.task, job.profile, job.code)
-        handle = self._queue.take(expected_s, book.need(job.task, job.profile))
+        handle, queued_for_memory = self._queue.take(expected_s, book.need(job.task, job.profile))
         gate = self._gates[handle.device_index or 0]
         try:
             base = EvalResult.from_dict(result.to_dict())
@@ -592,7 +592,7 @@ class Evaluator:
                 out = self._run_on(handle, job, timeout, result)
             book.observe(job.task, job.profile, out)
             self._duration_book.observe(job.task, job.profile, out)
-            if slot.held_for_memory:
+            if slot.held_for_memory or queued_for_memory:
                 with self._lock:
                     self.stats["memory_waits"] += 1
             if neighbour_oom(out, slot.had_neighbour):

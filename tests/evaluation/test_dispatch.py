@@ -23,7 +23,7 @@ def _queued_takers(queue: WorkerQueue, expectations: list[float], got: list[floa
     for expected in expectations:
 
         def take(expected: float = expected) -> None:
-            worker = queue.take(expected)
+            worker, _ = queue.take(expected)
             got.append(expected)
             queue.give_back(worker)
 
@@ -36,7 +36,7 @@ def _queued_takers(queue: WorkerQueue, expectations: list[float], got: list[floa
 
 def test_the_longest_expected_waiting_caller_gets_the_next_free_worker() -> None:
     queue: WorkerQueue[str] = WorkerQueue(["w"], load=lambda w: 0)
-    held = queue.take(0.0)
+    held, _ = queue.take(0.0)
     got: list[float] = []
     threads = _queued_takers(queue, [1.0, 5.0, 3.0, 5.0], got)
     queue.give_back(held)
@@ -47,7 +47,7 @@ def test_the_longest_expected_waiting_caller_gets_the_next_free_worker() -> None
 
 def test_a_caller_waiting_past_the_starvation_limit_goes_first() -> None:
     queue: WorkerQueue[str] = WorkerQueue(["w"], load=lambda w: 0, starve_s=0.2)
-    held = queue.take(0.0)
+    held, _ = queue.take(0.0)
     got: list[float] = []
     threads = _queued_takers(queue, [1.0], got)
     time.sleep(0.3)  # the short one has waited past the limit ...
@@ -61,11 +61,13 @@ def test_a_caller_waiting_past_the_starvation_limit_goes_first() -> None:
 def test_a_longer_caller_that_does_not_fit_yet_lets_a_shorter_one_that_fits_go_first() -> None:
     room = [10]  # what the device would admit now, in GiB
     queue: WorkerQueue[str] = WorkerQueue(["a", "b"], load=lambda w: 0, fits=lambda w, need: need <= room[0])
-    held = queue.take(1.0, need=1)
+    held, _ = queue.take(1.0, need=1)
     got: list[float] = []
 
+    held_back: dict[float, bool] = {}
+
     def take(expected: float, need: int) -> None:
-        queue.take(expected, need)  # keeps its worker
+        _, held_back[expected] = queue.take(expected, need)  # keeps its worker
         got.append(expected)
 
     long = threading.Thread(target=take, args=(9.0, 20))
@@ -79,13 +81,14 @@ def test_a_longer_caller_that_does_not_fit_yet_lets_a_shorter_one_that_fits_go_f
     queue.give_back(held)
     long.join(30)
     assert got == [2.0, 9.0]  # ... and goes once it fits
+    assert held_back == {2.0: False, 9.0: True}  # the caller says the long one waited for memory
 
 
 def test_the_idle_worker_on_the_least_loaded_device_is_handed_out() -> None:
     loads = {"busy": 3, "quiet": 0}
     queue: WorkerQueue[str] = WorkerQueue(["busy", "quiet"], load=loads.__getitem__)
-    assert queue.take(1.0) == "quiet"
-    assert queue.take(1.0) == "busy"
+    assert queue.take(1.0) == ("quiet", False)
+    assert queue.take(1.0) == ("busy", False)
 
 
 def test_expected_times_come_from_the_task_once_measured_and_from_the_code_before() -> None:
@@ -167,7 +170,7 @@ def test_many_callers_each_get_a_worker_of_their_own_and_all_finish() -> None:
     )
 
     def caller(expected: float, need: int | None) -> None:
-        worker = queue.take(expected, need)
+        worker, _ = queue.take(expected, need)
         with lock:
             if worker in held:
                 clashes.append(worker)
