@@ -6,11 +6,11 @@ requests with the full shape profile and the result cache off, evaluated by
 ``Evaluator(workers_per_device=c)`` for each ``c`` of ``--concurrency``, in two request orders
 (``interleaved``: solution, broken, solution, ...; ``shuffled``: a fixed random permutation).
 The burst goes through ``Evaluator.evaluate_many`` at once, as an RL step's batch would (the
-evaluator hands each free worker to the longest expected evaluation waiting, so the two orders
-differ only in what it cannot foresee). Per run: evaluations per minute (requests / the burst's
-wall time), latency p50 / p95 (each evaluation's own ``total`` time, waits for a worker and for
-the device lease included), verdicts
-against the baseline run (the lowest concurrency, first order), and for every task correct in
+evaluator hands each free worker to the longest expected evaluation waiting that the device
+would admit now, so the two orders differ only in what it cannot foresee). Per run: evaluations
+per minute (requests / the burst's wall time), latency p50 / p95 (each evaluation's own
+``total`` time, waits for a worker and for the device lease included), verdicts against the
+baseline run (the lowest concurrency, first order), and for every task correct in
 both runs the relative difference of its speedup to the baseline's: the maximum, the median and
 the tasks beyond 3 %. The baseline's repeat at the same concurrency in the other order is the
 noise floor (two W=1 runs agreed within 3.4 % in issue 24).

@@ -140,10 +140,11 @@ class WorkerQueue(Generic[H]):
         with self._cond:
             return len(self._waiting)
 
-    def _placed(self, waiter: _Waiter, seen: dict[tuple[int, int | None], bool]) -> H | None:
-        """The idle worker ``waiter`` would run on now: the least loaded one whose device admits it
-        (``seen``: the admissions asked already in this decision, per worker and need)."""
-        for worker in sorted(self._idle, key=self._load):
+    def _placed(self, waiter: _Waiter, ranked: list[H], seen: dict[tuple[int, int | None], bool]) -> H | None:
+        """The idle worker ``waiter`` would run on now: the first of ``ranked`` (the idle workers,
+        least loaded first) whose device admits it (``seen``: the admissions asked already in
+        this decision, per worker and need)."""
+        for worker in ranked:
             if self._fits is None:
                 return worker
             key = (id(worker), waiter.need)
@@ -160,12 +161,13 @@ class WorkerQueue(Generic[H]):
         Otherwise the longest expected caller that fits on an idle worker's device goes; a longer
         one that does not fit yet lets it by rather than hold a worker while it waits for memory.
         """
+        ranked = sorted(self._idle, key=self._load)  # once per decision: a load is read under the gate's lock
         starved = [w for w in self._waiting if now - w.asked_at > self._starve_s]
         if starved:
-            return min(starved, key=lambda w: w.seq), min(self._idle, key=self._load)
+            return min(starved, key=lambda w: w.seq), ranked[0]
         seen: dict[tuple[int, int | None], bool] = {}
         for waiter in sorted(self._waiting, key=lambda w: (-w.expected_s, w.seq)):
-            worker = self._placed(waiter, seen)
+            worker = self._placed(waiter, ranked, seen)
             if worker is not None:
                 return waiter, worker
             waiter.held_for_memory = True
