@@ -28,6 +28,7 @@ from ascend_kernel_gym.evaluation.errors import StageError, candidate_failure
 from ascend_kernel_gym.evaluation.guard import SandboxGuard
 from ascend_kernel_gym.evaluation.inputs import device_redirect
 from ascend_kernel_gym.evaluation.livecheck import check_live_paths
+from ascend_kernel_gym.evaluation.precompile_run import READY, wait_for_mark
 from ascend_kernel_gym.evaluation.process import library_dirs
 from ascend_kernel_gym.evaluation.recorder import Recorder, moves_data_only
 from ascend_kernel_gym.evaluation.reference_model import ReferenceSlack, init_seed_of, load_reference
@@ -93,6 +94,9 @@ def run_compile(state: ChildState, device: torch.device, mark: PartTimer) -> Com
         apply_failure(state, StageError(ErrorType.SANDBOX_VIOLATION, f"sandbox: your code {message}"))
         state.finish()
 
+    if job.precompile_wait_s > 0:  # its kernels are being compiled ahead, outside the device's pauses
+        wait_for_mark(state.sandbox, READY, job.precompile_wait_s)
+        mark("precompile_wait")
     guard = SandboxGuard(
         sandbox_dir=state.sandbox,
         candidate_file=candidate_file,
@@ -104,7 +108,7 @@ def run_compile(state: ChildState, device: torch.device, mark: PartTimer) -> Com
     mark("guard")
 
     # The candidate: import and construct (its first call is the first correctness trial).
-    module = _import_candidate(job.code, candidate_file)
+    module = import_candidate(job.code, candidate_file)
     check_snapshot(snapshot)
     mark("import")
     model_cls = module.__dict__.get("ModelNew")
@@ -166,7 +170,9 @@ def _copy_args(values: list[Any]) -> list[Any]:
     return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
 
 
-def _import_candidate(code: str, filename: str) -> types.ModuleType:
+def import_candidate(code: str, filename: str) -> types.ModuleType:
+    """Run the candidate's ``code`` as the module :data:`CANDIDATE_MODULE` (file ``filename``);
+    raises :class:`StageError` (``compile_error`` when the module does not load)."""
     module = types.ModuleType(CANDIDATE_MODULE)
     module.__file__ = filename
     sys.modules[CANDIDATE_MODULE] = module

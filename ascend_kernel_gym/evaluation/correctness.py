@@ -47,6 +47,7 @@ from ascend_kernel_gym.evaluation.param_vary import (
     write_candidate,
     write_reference,
 )
+from ascend_kernel_gym.evaluation.precompile_run import CASE_WAIT_S, ENDED, wait_for_mark
 from ascend_kernel_gym.evaluation.recorder import Recorder, is_allowed
 from ascend_kernel_gym.evaluation.result import ErrorType, Stage
 from ascend_kernel_gym.evaluation.shape_trials import build_case, case_text, extra_cases
@@ -471,6 +472,8 @@ class ShapeCases:
         state = self.state
         if self.known is None:
             self.known = {case.name: case for case in extra_cases(state.job, state.result.profile)}
+            if state.job.precompile_wait_s > 0:  # the shape cases' kernels may be compiling ahead
+                wait_for_mark(state.sandbox, ENDED, CASE_WAIT_S)
         case = self.known.get(name)
         if case is None:
             raise StageError(ErrorType.HARNESS_ERROR, f"the plan names a shape case this child does not know: {name!r}")

@@ -51,6 +51,10 @@ class Job:
     #: how the trials' tensors reach that judge: ``bytes`` (copied through the zygote) or ``ipc``
     #: (cuda: device tensors by CUDA IPC handle to the judge in the reference child)
     judge_transport: str = "bytes"
+    #: set by the zygote when a precompile child compiles this job's kernels ahead
+    #: (:mod:`.precompile`): the longest the candidate's child waits for it before importing the
+    #: candidate; 0: none runs
+    precompile_wait_s: float = 0.0
     #: Test hook: run the timing stage on the interpreter with wall-clock timers and a small
     #: cache flush, to exercise that code without a device. Its numbers mean nothing.
     cpu_timing: bool = False

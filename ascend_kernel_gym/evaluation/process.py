@@ -30,6 +30,7 @@ from ascend_kernel_gym.backends import interpreter_memcheck
 from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.os_sandbox import SandboxReport, default_policy, enter_os_sandbox
+from ascend_kernel_gym.evaluation.os_sandbox_paths import BASE_DEVICES
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.wire import OUTPUT_FILENAME, ZygoteLink
 
@@ -122,6 +123,8 @@ class ChildSetup:
     ``os_sandbox``: enter the OS sandbox (a missing facility only turns its layer off).
     ``keep_fds``: the descriptors above 2 the child keeps (its job pipe first, then its result
     pipe); every other one is closed when it enters the OS sandbox. None: none is closed.
+    ``devices``: whether the OS sandbox lets the child open the backend's device nodes (a
+    precompile child, :mod:`.precompile`, has none).
     """
 
     sandbox: str
@@ -130,6 +133,7 @@ class ChildSetup:
     torch_threads: int = 1
     os_sandbox: bool = False
     keep_fds: tuple[int, ...] | None = None
+    devices: bool = True
 
 
 @dataclass
@@ -151,19 +155,24 @@ class Prepared:
     start_rss: int = 0
 
 
+def prepare_host(setup: ChildSetup, prepared: Prepared) -> None:
+    """The set-up without the device: limits, descriptors, environment, OS sandbox, threads (raises)."""
+    started = time.perf_counter()
+    _setup_process(setup)
+    after_setup = time.perf_counter()
+    prepared.durations["setup"] = round(after_setup - started, 4)
+    if setup.os_sandbox:
+        prepared.os_sandbox = enter_sandbox(setup)
+        prepared.durations["os_sandbox"] = round(time.perf_counter() - after_setup, 4)
+    torch.set_num_threads(max(1, setup.torch_threads))
+
+
 def prepare(setup: ChildSetup) -> Prepared:
     """Set the process up and initialise the device; never raises (the error is kept for the job)."""
     prepared = Prepared(start_rss=own_rss_bytes())
-    started = time.perf_counter()
     try:
-        _setup_process(setup)
+        prepare_host(setup, prepared)
         after_setup = time.perf_counter()
-        prepared.durations["setup"] = round(after_setup - started, 4)
-        if setup.os_sandbox:
-            prepared.os_sandbox = enter_sandbox(setup)
-            prepared.durations["os_sandbox"] = round(time.perf_counter() - after_setup, 4)
-            after_setup = time.perf_counter()
-        torch.set_num_threads(max(1, setup.torch_threads))
         prepared.device = init_device(setup.backend)
         if setup.backend == "interpreter" and not interpreter_memcheck.install():  # fails closed
             raise RuntimeError("the interpreter's memory check could not be installed in the child")
@@ -239,6 +248,8 @@ def enter_sandbox(setup: ChildSetup) -> SandboxReport:
         keep_fds=keep,
         relay_fds=keep[:1] if keep else (),
     )
+    if not setup.devices:
+        policy = policy.replace(device_paths=BASE_DEVICES)
     return enter_os_sandbox(policy)
 
 

@@ -20,6 +20,7 @@ from ascend_kernel_gym.evaluation.result import EvalRequest, EvalResult
 FORWARDED_SETTINGS = (
     "AKG_TIMING_GATE",
     "AKG_SPARES_IN_TIMING",
+    "AKG_PRECOMPILE",
     "AKG_JUDGE",
     "AKG_DEVICE_LEASE",
     "AKG_OS_SANDBOX",

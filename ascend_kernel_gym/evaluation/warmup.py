@@ -50,6 +50,13 @@ def _launch_all(device: str) -> None:
     _reduce_kernel[(1,)](x, scratch, x.numel(), BLOCK=256)
 
 
+def run_jit_warmup(device: str) -> None:
+    """Launch the warm-up kernels through Triton's JIT once (in a precompile child, whose Triton
+    only compiles: it finds them in the warm cache). Loads what the JIT imports lazily before any
+    candidate code runs, as :func:`run_child_warmup` does in the candidate's child."""
+    _launch_all(device)
+
+
 def run_interpreter_warmup() -> None:
     """Exercise the interpreter, the recorder's dispatch mode and the comparison code once."""
     from torch.utils._python_dispatch import TorchDispatchMode

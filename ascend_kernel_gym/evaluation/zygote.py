@@ -25,7 +25,6 @@ evaluation, answered by a result dict; ``None`` shuts the zygote down.
 from __future__ import annotations
 
 import gc
-import json
 import os
 import secrets
 import select
@@ -54,6 +53,7 @@ from ascend_kernel_gym.evaluation.device_lease import (
     switch,
 )
 from ascend_kernel_gym.evaluation.errors import StageError
+from ascend_kernel_gym.evaluation.precompile_run import PRECOMPILE_MAX_S, PrecompileRun
 from ascend_kernel_gym.evaluation.remote_judge import RemoteJudge
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.verdict import final_reply
@@ -75,25 +75,11 @@ from ascend_kernel_gym.evaluation.wire import (
     write_all,
     write_message,
 )
+from ascend_kernel_gym.evaluation.zygote_warm import device_touched, warm_device
 
 #: the longest a job waits for earlier children to finish exiting before it is handed out anyway
 SETTLE_MAX_S = 30.0
 RSS_POLL_S = 0.05
-
-
-def device_touched() -> bool:
-    """Whether torch or Triton initialised a device in this process (it must not, before fork)."""
-    import torch
-
-    touched = bool(torch.cuda.is_initialized())
-    try:
-        import triton
-
-        config = triton.runtime.driver  # a DriverConfig: its drivers are created lazily
-        touched = touched or any(getattr(config, name, None) is not None for name in ("_default", "_active"))
-    except Exception:  # noqa: BLE001, S110 - other triton layouts
-        pass
-    return touched
 
 
 class Zygote:
@@ -140,6 +126,10 @@ class Zygote:
         #: a child of this or another worker times, instead of being stopped or waited for
         self.spares_in_timing = switch(str(config.get("spares_in_timing") or ""), False)
         self.timing_gate = str(config.get("timing_gate") or "")  # AKG_TIMING_GATE (not in our environment)
+        #: a device-free child compiles each job's kernels ahead (AKG_PRECOMPILE, :mod:`.precompile`)
+        self.precompile = switch(str(config.get("precompile") or ""), False) and self.backend == "cuda"
+        self.compile_target: dict[str, Any] | None = None
+        self.pre_run: PrecompileRun | None = None
 
     # --- warm-up ------------------------------------------------------------------------------
     def warm(self) -> dict[str, Any]:
@@ -195,7 +185,8 @@ class Zygote:
                 raise RuntimeError("the interpreter's memory check could not be installed")
             warmup.run_interpreter_warmup()
         else:
-            self._warm_device()
+            warmed = warm_device(self.backend, self.root)
+            self.warm_cache, self.compiler_warm, self.compile_target = warmed
         sandbox_report = self._warm_os_sandbox()  # last: its probe forks as the children will
         # Everything imported so far is permanent: children's collections (the harness runs one
         # before every reference call) then scan only their own objects, and pages stay shared.
@@ -225,79 +216,6 @@ class Zygote:
 
         os_sandbox.default_policy(self.backend, self.root)
         return os_sandbox.probe_os_sandbox(self.backend).to_dict()
-
-    def _warm_device(self) -> None:
-        """Pre-import the device compiler paths and fill a Triton cache the children copy.
-
-        The cache is filled by a throw-away child (CUDA must not be initialised in the zygote):
-        it compiles Triton's driver utilities and a small kernel, so each evaluation child only
-        compiles the candidate's own kernels.
-        """
-        if self.backend == "cuda":
-            for name in ("triton.backends.nvidia.driver", "triton.backends.nvidia.compiler"):
-                try:
-                    __import__(name)
-                except Exception:  # noqa: BLE001, S110
-                    pass
-            try:
-                from triton.backends.nvidia import driver as nvidia_driver
-
-                if hasattr(nvidia_driver, "libcuda_dirs"):
-                    nvidia_driver.libcuda_dirs()  # runs ldconfig once, here, instead of in every child
-            except Exception:  # noqa: BLE001, S110
-                pass
-        warm_dir = os.path.join(self.root, "warm_triton_cache")
-        os.makedirs(warm_dir, exist_ok=True)
-        target_file = os.path.join(self.root, "target.json")
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.environ["TRITON_CACHE_DIR"] = warm_dir
-                from ascend_kernel_gym.evaluation import warmup
-
-                warmup.run_device_warmup(self.backend, target_file)
-                code = 0
-            finally:
-                os._exit(code)
-        deadline = time.monotonic() + 300
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                status = -1
-                break
-            time.sleep(0.05)
-        if status == 0:
-            self.warm_cache = warm_dir
-            self.compiler_warm = self._warm_compiler(target_file)
-
-    def _warm_compiler(self, target_file: str) -> bool:
-        """Compile the warm-up kernels here, for the device's target but without the device."""
-        try:
-            with open(target_file) as handle:
-                target = json.load(handle)
-        except (OSError, ValueError):
-            return False
-        scratch = os.path.join(self.root, "zygote_triton_cache")
-        previous = os.environ.get("TRITON_CACHE_DIR")
-        os.environ["TRITON_CACHE_DIR"] = scratch
-        try:
-            from ascend_kernel_gym.evaluation import warmup
-
-            warmup.run_compile_warmup(target)
-            return not device_touched()
-        except Exception:  # noqa: BLE001 - an optimisation: children compile cold without it
-            return False
-        finally:
-            if previous is None:
-                os.environ.pop("TRITON_CACHE_DIR", None)
-            else:
-                os.environ["TRITON_CACHE_DIR"] = previous
-            shutil.rmtree(scratch, ignore_errors=True)
 
     # --- children -----------------------------------------------------------------------------
     def _fork_child(self, reference: bool = False) -> Child:
@@ -468,10 +386,30 @@ class Zygote:
         if isinstance(judge, RemoteJudge):
             judge.attach(reference)
         child = self._take_spare() or self._fork_child()
+        ahead = self.precompile and self.os_sandbox and self.compile_target is not None
+        job.precompile_wait_s = PRECOMPILE_MAX_S if ahead else 0.0
         for attempt in range(2):
+            if attempt and self.pre_run is None:
+                job.precompile_wait_s = 0.0  # nothing compiles ahead: nothing to wait for
             sent = self._hand_job(child, job, token, deadline) is not None
             if attempt == 0:
+                if ahead and sent:
+                    from ascend_kernel_gym.evaluation.precompile import start_precompile
+
+                    fds = (0, 1, self.proto_in, self.proto_out, *self.harness_fds)
+                    self.pre_run = start_precompile(
+                        self.root,
+                        job,
+                        self.compile_target or {},
+                        child.sandbox,
+                        fds,
+                        self.torch_threads,
+                        deadline,
+                        self.warm_cache,
+                    )
                 self.start_spare()  # the next job's children get ready while this one runs
+            elif self.pre_run is not None:
+                self.pre_run.retarget(child.sandbox)
             run = ChildStream(child, token)
             self.running = [child, *([reference.child] if reference is not None else [])]
             if sent:
@@ -484,12 +422,17 @@ class Zygote:
             child = self._fork_child()
         if reference is not None:
             self._end_reference(reference, judge)
+        pre, self.pre_run = self.pre_run, None
+        if pre is not None:
+            pre.finish()
         if keeper is not None:
             self.stopped_spares = [] if self.spares_in_timing else [s.pid for s in self.spares if not s.ready]
             keeper.leave(self.stopped_spares)
             deadline += keeper.paused_s
         wall = time.perf_counter() - started
         reply = final_reply(run, job, judge, keeper)
+        if reply is not None and pre is not None:
+            reply.setdefault("stage_durations", {}).update(pre.summary())
         self.running = []
         if not run.taken and not run.reason and reply is None:
             run.reason = "timeout" if time.perf_counter() > deadline else "not_started"
@@ -614,6 +557,8 @@ class Zygote:
         timing_over = False
         while True:
             now = time.perf_counter()
+            if self.pre_run is not None:
+                self.pre_run.poll()
             if keeper is not None:
                 if not timing_over and run.go_at is not None and run.timed_at is not None:
                     timing_over = True  # what is left (checks, the result) needs no quiet device

@@ -11,7 +11,7 @@ import json, os, sys, tempfile
 os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp()
 import torch
 from ascend_kernel_gym.evaluation import warmup
-from ascend_kernel_gym.evaluation.zygote import device_touched
+from ascend_kernel_gym.evaluation.zygote_warm import device_touched
 
 warmup.run_compile_warmup({"backend": "cuda", "arch": 90, "warp_size": 32})
 cubins = [name for _, _, files in os.walk(os.environ["TRITON_CACHE_DIR"]) for name in files if name.endswith(".cubin")]
