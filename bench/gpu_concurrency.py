@@ -187,7 +187,7 @@ def summary(
         "p50_s": percentile(latencies, 0.5),
         "p95_s": percentile(latencies, 0.95),
         "ok": sum(r["ok"] for r in done_rows),
-        # evaluations run again alone after an out-of-memory, and held back because they would not fit
+        # evaluations run again after an out-of-memory next to a neighbour, and held back because they would not fit
         "retries": stats.get("retries", 0),
         "memory_waits": stats.get("memory_waits", 0),
         "rows": done_rows,
@@ -208,7 +208,7 @@ def row_of(item: dict[str, Any], result: EvalResult, finished_s: float) -> dict[
         "total_s": result.stage_durations.get("total"),
         "finished_s": round(finished_s, 3),
         "retried": any(w.startswith("retried:") for w in result.warnings),
-        # why it was run again and how long it waited for the device alone
+        # why it was run again, how, and how long it waited for the device
         "retry": next((w[:400] for w in result.warnings if w.startswith("retried:")), None),
         "lease": result.timing.get("device_lease"),
         "kernel_ms": result.kernel_ms,
@@ -312,7 +312,7 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
             )
         if run.get("retries") or run.get("memory_waits"):
             lines.append(
-                f"- c={run['per_device']} {run['order']}: {run.get('retries', 0)} run again alone after an "
+                f"- c={run['per_device']} {run['order']}: {run.get('retries', 0)} run again after an "
                 f"out-of-memory, {run.get('memory_waits', 0)} held back until they fit"
             )
         for row in run["rows"]:

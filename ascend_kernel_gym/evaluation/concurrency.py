@@ -223,6 +223,11 @@ class DeviceGate:
         self.memory_waits = 0
 
     @property
+    def workers(self) -> int:
+        """Workers sharing this device."""
+        return self._workers
+
+    @property
     def load(self) -> int:
         """Evaluations holding or waiting for this device."""
         with self._cond:

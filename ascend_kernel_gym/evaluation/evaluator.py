@@ -35,7 +35,7 @@ from ascend_kernel_gym.evaluation.dispatch import DurationBook, WorkerQueue
 from ascend_kernel_gym.evaluation.errors import REFERENCE_BROKE_DEVICE
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.lower_stage import run_lower_stage
-from ascend_kernel_gym.evaluation.memory_book import MemoryBook
+from ascend_kernel_gym.evaluation.memory_book import MemoryBook, measured_need, retry_need
 from ascend_kernel_gym.evaluation.pool import ZygoteError, ZygoteHandle, judge_mode_from_env, result_from_reply
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalRequest, EvalResult, Stage
 from ascend_kernel_gym.evaluation.static_runner import check_source_bounded as check_source  # time-limited
@@ -127,8 +127,9 @@ class Evaluator:
             timing holds the device alone). Default: :func:`.concurrency.default_workers_per_device`
             (host cores on the interpreter; on devices from the cores and the device memory, at
             most 8). Several workers on a device are held back while its memory is short, and an
-            evaluation that ran out of memory next to a neighbour is run once more alone on the
-            device, its result marked ``retried:``.
+            evaluation that ran out of memory next to a neighbour is run once more with room for
+            twice what it took (alone on the device if it runs out again), its result marked
+            ``retried:``.
         executor: ``local`` (default: a pool of this machine's devices) or ``ray`` (one actor per
             device of a Ray cluster, each running a local pool; extra ``ray``; see
             :mod:`.ray_executor`). Same API and results either way.
@@ -596,21 +597,41 @@ class Evaluator:
                 with self._lock:
                     self.stats["memory_waits"] += 1
             if neighbour_oom(out, slot.had_neighbour):
-                first = failure_summary(out)
-                with gate.slot(exclusive=True) as alone:
-                    waited = alone.waited_s
-                    out = self._run_on(handle, job, timeout, base)
-                book.observe(job.task, job.profile, out)
-                with self._lock:
-                    self.stats["retries"] += 1
-                mark_retried(
-                    out,
-                    "it ran out of memory while another evaluation shared the device; run again alone on it"
-                    f" after waiting {waited:.1f} s for the device (first run: {first})",
-                )
+                out = self._run_again(handle, job, timeout, base, out, gate)
             return out
         finally:
             self._queue.give_back(handle)
+
+    def _run_again(
+        self, handle: ZygoteHandle, job: Job, timeout: float, base: EvalResult, failed: EvalResult, gate: DeviceGate
+    ) -> EvalResult:
+        """Run an evaluation that ran out of memory next to a neighbour once more: next to others
+        with room for twice what it took (:func:`.memory_book.retry_need`), and if it runs out
+        again next to one, alone on the device. Emptying the device for every retry held it for
+        the longest neighbour's whole evaluation (25 s for one decoder block, H100, 2026-12-06)."""
+        book = self._memory_book
+        first = failure_summary(failed)
+        need = retry_need(book.need(job.task, job.profile), measured_need(failed), gate.room(), gate.workers)
+        with gate.slot(need=need) as again:
+            waited = again.waited_s
+            out = self._run_on(handle, job, timeout, base)
+        book.observe(job.task, job.profile, out)
+        how = "next to the others" if need is None else f"with room for {need / 2**30:.1f} GiB next to the others"
+        if neighbour_oom(out, again.had_neighbour):
+            second = failure_summary(out)
+            with gate.slot(exclusive=True) as alone:
+                waited += alone.waited_s
+                out = self._run_on(handle, job, timeout, base)
+            book.observe(job.task, job.profile, out)
+            how = f"alone on it (run {how}, it ran out of memory again: {second})"
+        with self._lock:
+            self.stats["retries"] += 1
+        mark_retried(
+            out,
+            f"it ran out of memory while another evaluation shared the device; run again {how}"
+            f" after waiting {waited:.1f} s for the device (first run: {first})",
+        )
+        return out
 
     def _run_on(self, handle: ZygoteHandle, job: Job, timeout: float, result: EvalResult) -> EvalResult:
         """Run ``job`` on worker ``handle`` (restarted once if it fails) and read its reply."""

@@ -115,6 +115,21 @@ def measured_need(result: EvalResult) -> int | None:
     return int(peak * MIB) + 2 * CONTEXT_BYTES
 
 
+#: a retry after an out-of-memory next to neighbours asks for this many times what its failed run took
+RETRY_FACTOR = 2.0
+
+
+def retry_need(expected: int | None, failed: int | None, room: int | None, workers: int) -> int | None:
+    """What an evaluation that ran out of memory next to neighbours asks the device for when it
+    runs again: the most of what it was expected to take, :data:`RETRY_FACTOR` times what its
+    failed run took (a lower bound: it died on the way) and an equal share of the room; at most
+    the room (None: the room is unknown, so is the need)."""
+    if room is None:
+        return None
+    asked = max(expected or 0, int((failed or 0) * RETRY_FACTOR), room // max(1, workers))
+    return min(room, asked)
+
+
 class MemoryBook:
     """Per-task device-memory needs learned from finished evaluations (thread-safe)."""
 

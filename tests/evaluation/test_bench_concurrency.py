@@ -106,7 +106,7 @@ def test_harness_errors_are_listed_with_their_messages(bench) -> None:
     # retries and evaluations held back for memory are said per run
     run |= {"retries": 2, "memory_waits": 5}
     lines = [line for line in bench.render(meta, [run]).splitlines() if "held back" in line]
-    assert lines == ["- c=8 interleaved: 2 run again alone after an out-of-memory, 5 held back until they fit"]
+    assert lines == ["- c=8 interleaved: 2 run again after an out-of-memory, 5 held back until they fit"]
     # a run cut short says so in its row
     table = bench.render(meta, [run | {"partial": "45 of 90 requests finished"}])
     assert "| interleaved (cut short: 45 of 90 requests finished) |" in table

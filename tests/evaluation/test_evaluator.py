@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
 from ascend_kernel_gym.evaluation import EvalRequest, EvalResult, Evaluator
 from ascend_kernel_gym.evaluation.cache import ResultCache
 from ascend_kernel_gym.evaluation.concurrency import was_retried
-from ascend_kernel_gym.evaluation.memory_book import CONTEXT_BYTES, DEFAULT_RATIO, MIB, task_bytes
+from ascend_kernel_gym.evaluation.memory_book import CONTEXT_BYTES, DEFAULT_RATIO, MIB, retry_need, task_bytes
 from ascend_kernel_gym.evaluation.result import ErrorType, Stage
 
 
@@ -136,6 +137,66 @@ def test_an_out_of_memory_next_to_a_neighbour_is_run_again_alone_and_marked(relu
     assert "first run: oom: OutOfMemoryError: CUDA out of memory" in warning and "waiting" in warning
     assert runs.calls.count(victim) == 2 and runs.calls.count(neighbour) == 1
     assert ev.stats["retries"] == 1
+
+
+def test_a_second_out_of_memory_next_to_a_neighbour_is_run_alone(relu_task, relu_solution) -> None:
+    """The retry first shares the device (with room for twice what the failed run took); only a
+    second out-of-memory next to a neighbour empties the device for it."""
+    victim, neighbour = relu_solution + "\n# victim\n", relu_solution + "\n# neighbour\n"
+    calls: list[str] = []
+    asked_alone: list[bool] = []
+    lock = threading.Lock()
+    both = threading.Barrier(2)
+
+    def runs(handle, job, timeout, base):
+        with lock:
+            calls.append(job.code)
+            count = calls.count(job.code)
+        result = EvalResult.from_dict(base.to_dict())
+        if job.code == neighbour:
+            both.wait(30)
+            deadline = time.monotonic() + 30
+            while calls.count(victim) < 2 and time.monotonic() < deadline:  # holds its slot meanwhile
+                time.sleep(0.01)
+            result.correct = True
+            return result
+        if count == 1:
+            both.wait(30)
+        if count <= 2:
+            result.error_type = ErrorType.OOM
+            result.error_message = "OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB"
+        else:
+            result.correct = True
+        return result
+
+    ev = Evaluator(backend="interpreter", workers=2, start=False, cache=False)
+    ev._run_on = runs
+    gate = ev._gates[0]
+    slot = gate.slot
+
+    def recording_slot(exclusive: bool = False, need: int | None = None):
+        asked_alone.append(exclusive)
+        return slot(exclusive=exclusive, need=need)
+
+    gate.slot = recording_slot
+    try:
+        results = ev.evaluate_many([EvalRequest(task=relu_task, code=c) for c in (victim, neighbour)])
+    finally:
+        ev.close()
+    assert [r.correct for r in results] == [True, True]
+    assert calls.count(victim) == 3 and asked_alone.count(True) == 1 and asked_alone[-1] is True
+    (warning,) = [w for w in results[0].warnings if w.startswith("retried:")]
+    assert "run again alone on it" in warning and "it ran out of memory again: oom" in warning
+    assert ev.stats["retries"] == 1
+
+
+def test_a_retry_asks_for_twice_what_its_failed_run_took_within_the_room() -> None:
+    gib = 2**30
+    assert retry_need(None, 10 * gib, 66 * gib, 8) == 20 * gib
+    assert retry_need(30 * gib, 10 * gib, 66 * gib, 8) == 30 * gib  # what it is expected to take, if more
+    assert retry_need(None, None, 66 * gib, 8) == 66 * gib // 8  # at least an equal share
+    assert retry_need(None, 50 * gib, 66 * gib, 8) == 66 * gib  # never more than the room
+    assert retry_need(5 * gib, 5 * gib, None, 8) is None
 
 
 def test_a_task_is_admitted_with_the_memory_its_last_evaluations_took(relu_task, relu_solution) -> None:
