@@ -123,6 +123,18 @@ def test_a_child_that_can_open_a_device_node_runs_no_candidate_code(tmp_path: Pa
     assert "CANDIDATE RAN" not in output and not (scratch / "kernel.py").exists()
 
 
+def test_the_child_takes_only_cpu_time_nobody_else_wants() -> None:
+    from ascend_kernel_gym.evaluation.precompile import lower_priority
+
+    pid = os.fork()
+    if pid == 0:
+        got = lower_priority()
+        ok = os.sched_getscheduler(0) == os.SCHED_IDLE if got == "idle" else os.nice(0) == 19
+        os._exit(0 if ok else 1)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    assert os.sched_getscheduler(0) != os.SCHED_IDLE  # the parent is untouched
+
+
 def test_device_reachable_tries_to_open_each_node() -> None:
     assert device_reachable(("/dev/null",))
     assert not device_reachable(("/dev/akg-no-such-node*",))
