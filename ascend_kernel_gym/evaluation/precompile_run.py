@@ -12,9 +12,10 @@ child's cache, and two marks in the candidate's sandbox tell that child how far 
   cases' kernels too). The candidate's child waits for it, briefly, before its first shape case.
 
 What the child wrote is copied only if it looks like Triton's cache: one directory level of hashed
-names, regular files with plain names, at most :data:`MAX_ENTRY_FILES` per entry and
-:data:`MAX_COPY_BYTES` per job, never over an entry that is already there (the warm cache's), and
-each group index rewritten to the new place. An entry is what the candidate's own child could
+names (the first :data:`MAX_ENTRIES`), regular files with plain names, at most
+:data:`MAX_ENTRY_FILES` per entry, :data:`MAX_COPY_BYTES` per job and :data:`POLL_COPY_BYTES` per
+look, never over an entry that is already there (the warm cache's), and each group index
+rewritten to the new place. An entry is what the candidate's own child could
 write into its own cache anyway (its sandbox guard lets it write there), so a forged one gains
 a candidate nothing it could not have had; the harness's own kernels are loaded before any
 candidate code runs.
@@ -46,9 +47,13 @@ PRECOMPILE_MAX_S = 60.0
 STALL_S = 10.0
 #: how often the zygote looks into the precompile child's cache
 POLL_S = 0.1
-#: the most a job's precompile child may hand over
-MAX_COPY_BYTES = 512 * 1024 * 1024
+#: the most a job's precompile child may hand over, and the most one look copies: the look runs
+#: in the zygote's supervision loop, which must go on pausing its children for neighbours' timings
+MAX_COPY_BYTES = 128 * 1024 * 1024
+POLL_COPY_BYTES = 8 * 1024 * 1024
 MAX_ENTRY_FILES = 32
+#: cache entries looked at per job (a kernel per case and configuration; the rest is not copied)
+MAX_ENTRIES = 256
 #: the longest the candidate's child waits for :data:`ENDED` before building a shape case
 CASE_WAIT_S = 5.0
 CACHE_DIRNAME = "triton_cache"
@@ -167,15 +172,18 @@ class PrecompileRun:
             names = sorted(os.listdir(source))
         except OSError:
             return 0
-        count = 0
-        for name in names:
+        count = copied_now = 0
+        for name in names[:MAX_ENTRIES]:
             if name in self.copied or not _ENTRY.match(name):
                 continue
+            if copied_now >= POLL_COPY_BYTES:
+                break  # the rest at the next look
             size = copy_entry(os.path.join(source, name), destination, name, MAX_COPY_BYTES - self.copied_bytes)
             if size is None:
                 continue  # not finished yet (no group index), or refused: looked at again next time
             self.copied.add(name)
             self.copied_bytes += size
+            copied_now += size
             count += size > 0
         return count
 

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -21,7 +20,6 @@ from ascend_kernel_gym.evaluation.precompile import (
     EXIT_DEVICE_REACHABLE,
     ConstantDraws,
     device_reachable,
-    start_precompile,
 )
 from ascend_kernel_gym.evaluation.wire import OUTPUT_FILENAME
 from ascend_kernel_gym.tasks.suite import get_task
@@ -35,14 +33,6 @@ def _job(task_id: str, code: str | None = None) -> Job:
     if code is None:
         code = (SOLUTIONS / f"{task_id.split('/', 1)[1]}.py").read_text()
     return Job(task=task, code=code, code_hash="x", backend="cuda", profile="full")
-
-
-def _run(run: pr.PrecompileRun, limit_s: float = 240.0) -> None:
-    ends = time.monotonic() + limit_s
-    while not run.over and time.monotonic() < ends:
-        run.poll()
-        time.sleep(0.02)
-    assert run.over, "the precompile child did not end"
 
 
 # A process like the candidate's child: the same launches, with the copied cache. A cache miss
@@ -75,29 +65,50 @@ print(json.dumps({"cases": len(cases), "misses": len(misses)}))
 """
 
 
+# The zygote's side, in a process of its own (as a zygote: torch's thread pools started before
+# any fork, so the forked child has one thread and can enter the OS sandbox).
+PRECOMPILE_SCRIPT = r"""
+import json, os, sys, tempfile, time
+import torch
+torch.set_num_threads(1)
+torch.get_num_threads()
+from ascend_kernel_gym.evaluation import precompile_run as pr
+from ascend_kernel_gym.evaluation.job import Job
+from ascend_kernel_gym.evaluation.precompile import start_precompile
+from ascend_kernel_gym.tasks.suite import get_task
+root, task_id, kernel = sys.argv[1], sys.argv[2], sys.argv[3]
+candidate = tempfile.mkdtemp(prefix="akg-sandbox-", dir=root)
+os.makedirs(os.path.join(candidate, pr.CACHE_DIRNAME))
+job = Job(task=get_task(task_id), code=open(kernel).read(), code_hash="x", backend="cuda", profile="full")
+run = start_precompile(root, job, json.loads(sys.argv[4]), candidate, (), 1, time.perf_counter() + 240)
+while not run.over:
+    run.poll()
+    time.sleep(0.02)
+marks = [os.path.exists(os.path.join(candidate, m)) for m in (pr.READY, pr.ENDED)]
+print(json.dumps({"status": run.status, "marks": marks, "sandbox_left": os.path.exists(run.sandbox),
+                  "entries": run.summary()["precompile.entries"], "cache": os.path.join(candidate, pr.CACHE_DIRNAME)}))
+"""
+
+
+def _last_json(args: list[str]) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # as the cuda zygote runs
+    out = subprocess.run([sys.executable, "-c", *args], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
+
+
 @pytest.mark.slow
 def test_kernels_compiled_ahead_are_found_by_the_candidates_own_launches(tmp_path: Path) -> None:
-    root = tempfile.mkdtemp(prefix="akg-pool-", dir=tmp_path)
-    candidate = tempfile.mkdtemp(prefix="akg-sandbox-", dir=root)
-    os.makedirs(os.path.join(candidate, pr.CACHE_DIRNAME))
-    job = _job("core/L1/relu")
-    run = start_precompile(root, job, TARGET, candidate, (), 1, time.perf_counter() + 240)
-    assert run is not None
-    _run(run)
-    assert run.status == 0
-    assert os.path.exists(os.path.join(candidate, pr.READY)) and os.path.exists(os.path.join(candidate, pr.ENDED))
-    assert not os.path.exists(run.sandbox)  # removed once over
-    cache = os.path.join(candidate, pr.CACHE_DIRNAME)
-    cubins = [f for _, _, files in os.walk(cache) for f in files if f.endswith(".cubin")]
-    # the two warm-up kernels, relu on the main case and on the odd-sized case (other divisibility)
-    assert len(cubins) >= 4 and run.summary()["precompile.entries"] == len(cubins)
     kernel = tmp_path / "kernel.py"
-    kernel.write_text(job.code)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    args = [sys.executable, "-c", HIT_SCRIPT, cache, json.dumps(TARGET), "core/L1/relu", str(kernel)]
-    out = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
-    seen = json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
+    kernel.write_text((SOLUTIONS / "L1" / "relu.py").read_text())
+    root = tmp_path / "pool"
+    root.mkdir()
+    done = _last_json([PRECOMPILE_SCRIPT, str(root), "core/L1/relu", str(kernel), json.dumps(TARGET)])
+    assert done["status"] == 0 and done["marks"] == [True, True] and not done["sandbox_left"]
+    cubins = [f for _, _, files in os.walk(done["cache"]) for f in files if f.endswith(".cubin")]
+    # the two warm-up kernels, relu on the main case and on the odd-sized case (other divisibility)
+    assert len(cubins) >= 4 and done["entries"] == len(cubins)
+    seen = _last_json([HIT_SCRIPT, done["cache"], json.dumps(TARGET), "core/L1/relu", str(kernel)])
     assert seen["cases"] == 4 and seen["misses"] == 0
 
 
@@ -267,6 +278,18 @@ def test_a_retargeted_run_that_is_over_marks_the_new_candidate_at_once(tmp_path:
     run.status = 0
     run.retarget(str(second))
     assert (second / pr.READY).exists() and (second / pr.ENDED).exists()
+
+
+def test_one_look_copies_a_bounded_amount_and_the_rest_at_the_next(tmp_path: Path, monkeypatch) -> None:
+    pre, cand = tmp_path / "pre", tmp_path / "cand"
+    (cand / pr.CACHE_DIRNAME).mkdir(parents=True)
+    for i in range(3):
+        name = f"{NAME[:-1]}{i}"
+        _entry(pre / pr.CACHE_DIRNAME, name, {"k.cubin": b"x" * 1000}, {"k.cubin": "/p/k.cubin"})
+    monkeypatch.setattr(pr, "POLL_COPY_BYTES", 1500)  # a look stops once past it: after its second entry
+    run = pr.PrecompileRun(os.getpid(), str(pre), str(cand), deadline=time.perf_counter() + 50)
+    assert [run.copy_new(), run.copy_new(), run.copy_new(), run.copy_new()] == [2, 1, 0, 0]
+    assert len(list((cand / pr.CACHE_DIRNAME).iterdir())) == 3
 
 
 def test_wait_for_mark_returns_when_the_mark_appears_or_at_its_limit(tmp_path: Path) -> None:
