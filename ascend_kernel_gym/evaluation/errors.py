@@ -27,8 +27,8 @@ CAUGHT_NOTE = " (your code caught the error)"
 REFERENCE_BROKE_DEVICE = "the task's reference broke the device on varied inputs"
 
 #: how a ``harness_error`` starts when the task's reference ran out of device memory: with other
-#: evaluations on the device that may be theirs, and the evaluation runs once more alone
-#: (``concurrency.neighbour_oom``); alone it is the task's (too large for the device)
+#: evaluations on the device that may be theirs, and the evaluation runs once more (with more
+#: room, then alone: ``concurrency.neighbour_oom``); alone it is the task's (too large for the device)
 REFERENCE_OUT_OF_MEMORY = "the task's reference ran out of device memory"
 #: how a ``harness_error`` starts when the harness's own work in the candidate's child (its
 #: timing buffers, the kept outputs' copies) ran out of memory: retried alone the same way

@@ -21,13 +21,14 @@ admits by bytes, with the need this book estimates for each evaluation:
   judge keeps every trial's outputs and slack, the timing stage a share of the free memory):
   a high percentile made the first evaluation of every large task run alone (the burst at eight
   workers held 64 of 90 evaluations back and ran at 1.76x of one worker), the median lets some
-  of them run out of memory next to a neighbour and be run again alone;
+  of them run out of memory next to a neighbour and be run again (:func:`retry_need`);
 * **unknown** (no size, and nothing measured): None, and the gate counts the evaluation as an
   equal share of the device.
 
 The candidate's child reports its own peak; a candidate can understate it. That only lets more
 evaluations onto the device at once: one that then runs out of memory next to a neighbour is
-run again alone (:func:`.concurrency.neighbour_oom`), so no verdict depends on an estimate.
+run again, with room for twice what it took and alone if that fails too
+(:func:`.concurrency.neighbour_oom`), so no verdict depends on an estimate.
 
 Imports neither torch nor triton.
 """
