@@ -151,7 +151,8 @@ class DeviceLease:
                 pass
 
 
-def _signal_group(pid: int, sig: int) -> None:
+def signal_group(pid: int, sig: int) -> None:
+    """Send ``sig`` to ``pid``'s process group, or to ``pid`` alone where it leads none."""
     for send in (os.killpg, os.kill):
         try:
             send(pid, sig)
@@ -191,7 +192,7 @@ class LeaseKeeper:
             held = self.lease.try_shared()
         self.waited_s += self.clock() - started
         for pid in stopped:
-            _signal_group(pid, signal.SIGCONT)
+            signal_group(pid, signal.SIGCONT)
         return held
 
     @property
@@ -219,7 +220,7 @@ class LeaseKeeper:
             return  # starved for too long: its own limit must hold (the pool waits so long only)
         self._paused = pids()
         for pid in self._paused:
-            _signal_group(pid, signal.SIGSTOP)
+            signal_group(pid, signal.SIGSTOP)
         self.lease.release()
         self._paused_at = self.clock()
 
@@ -227,7 +228,7 @@ class LeaseKeeper:
         if self._paused_at is None:
             return
         for pid in self._paused:
-            _signal_group(pid, signal.SIGCONT)
+            signal_group(pid, signal.SIGCONT)
         self.paused_s += self.clock() - self._paused_at
         self._paused, self._paused_at = [], None
 
@@ -251,6 +252,6 @@ class LeaseKeeper:
         """The job is over: stop ``stop`` (spares still starting their device) and let go."""
         self.resume()
         for pid in stop:
-            _signal_group(pid, signal.SIGSTOP)
+            signal_group(pid, signal.SIGSTOP)
         self.lease.release()
         self._want_since = None

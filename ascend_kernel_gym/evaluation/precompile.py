@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import glob
 import os
-import resource
 import shutil
 import tempfile
 import time
@@ -49,7 +48,7 @@ from ascend_kernel_gym.evaluation.precompile_run import (
     PrecompileRun,
     write_mark,
 )
-from ascend_kernel_gym.evaluation.process import ChildSetup, Prepared, library_dirs, prepare_host
+from ascend_kernel_gym.evaluation.process import ChildSetup, Prepared, cap_address_space, library_dirs, prepare_host
 
 #: exit codes of the child (for the zygote's statistics; none of them is an error of the candidate)
 EXIT_DONE, EXIT_SETUP, EXIT_DEVICE_REACHABLE, EXIT_GUARD = 0, 3, 4, 5
@@ -71,7 +70,8 @@ def precompile_entry(
         if device_reachable(devices):
             os._exit(EXIT_DEVICE_REACHABLE)
         lower_priority()
-        _cap_memory(job.memory_mb)
+        if job.memory_mb > 0:  # the job's host-memory cap, on the address space: no device runtime here
+            cap_address_space(job.memory_mb)
         install_compile_only(target)
     except BaseException:  # noqa: BLE001 - nothing to report: the candidate's child compiles itself
         os._exit(EXIT_SETUP)
@@ -147,16 +147,6 @@ def device_reachable(patterns: tuple[str, ...] = CUDA_DEVICES) -> bool:
             os.close(fd)
             return True
     return False
-
-
-def _cap_memory(memory_mb: int) -> None:
-    """The job's host-memory cap on this child's address space (no device runtime reserves any here)."""
-    if memory_mb <= 0:
-        return
-    with open("/proc/self/status") as handle:
-        size = next((int(line.split()[1]) * 1024 for line in handle if line.startswith("VmSize:")), 0)
-    limit = size + memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 class CompileOnlyDriver:

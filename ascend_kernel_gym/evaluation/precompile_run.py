@@ -20,7 +20,7 @@ write into its own cache anyway (its sandbox guard lets it write there), so a fo
 a candidate nothing it could not have had; the harness's own kernels are loaded before any
 candidate code runs.
 
-Standard library only: the candidate's child imports :func:`wait_for_mark` from here too.
+Imports neither torch nor triton: the candidate's child imports :func:`wait_for_mark` from here too.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from ascend_kernel_gym.evaluation.device_lease import signal_group
 
 #: in the candidate's sandbox: import the candidate now (see the module docstring)
 READY = "precompile.ready"
@@ -113,7 +115,7 @@ class PrecompileRun:
         except ChildProcessError:
             done, status = self.pid, -1
         if not done and now > self.deadline:
-            _kill_group(self.pid)
+            signal_group(self.pid, signal.SIGKILL)
             done, status = os.waitpid(self.pid, 0)[0], -signal.SIGKILL
         if self.copy_new():
             self.last_new_at = now
@@ -142,7 +144,7 @@ class PrecompileRun:
     def finish(self) -> None:
         """The job is over: kill the child if it still runs, reap it, remove its sandbox."""
         if self.status is None:
-            _kill_group(self.pid)
+            signal_group(self.pid, signal.SIGKILL)
             try:
                 self.status = os.waitpid(self.pid, 0)[1]
             except ChildProcessError:
@@ -263,12 +265,3 @@ def _regroup(data: bytes, final: str, files: set[str]) -> bytes:
             raise ValueError("a cache group index naming a file outside its entry")
         moved[key] = os.path.join(final, base)
     return json.dumps({"child_paths": moved}).encode("utf-8")
-
-
-def _kill_group(pid: int) -> None:
-    for send in (os.killpg, os.kill):
-        try:
-            send(pid, signal.SIGKILL)
-            return
-        except OSError:
-            continue

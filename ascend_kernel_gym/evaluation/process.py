@@ -268,13 +268,19 @@ def limit_memory(job: Job) -> None:
     if job.backend == "interpreter" and job.memory_mb > 0:
         # Address-space cap on the CPU only: CUDA / NPU runtimes reserve huge virtual ranges,
         # there the zygote watches the resident set instead.
-        limit = _vm_size_bytes() + job.memory_mb * 1024 * 1024
-        _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        if hard != resource.RLIM_INFINITY:
-            # A process that serves several jobs (the judging reference child) keeps its first
-            # cap: a hard limit cannot be raised again.
-            limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        cap_address_space(job.memory_mb)
+
+
+def cap_address_space(memory_mb: int) -> None:
+    """Cap this process's address space at ``memory_mb`` beyond what it uses now (a process
+    without a device runtime's reservations: the interpreter's children, a precompile child)."""
+    limit = _vm_size_bytes() + memory_mb * 1024 * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        # A process that serves several jobs (the judging reference child) keeps its first
+        # cap: a hard limit cannot be raised again.
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 def own_rss_bytes() -> int:
