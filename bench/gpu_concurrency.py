@@ -13,7 +13,10 @@ per minute (requests / the burst's wall time), latency p50 / p95 (each evaluatio
 baseline run (the lowest concurrency, first order), and for every task correct in
 both runs the relative difference of its speedup to the baseline's: the maximum, the median and
 the tasks beyond 3 %. The baseline's repeat at the same concurrency in the other order is the
-noise floor (two W=1 runs agreed within 3.4 % in issue 24).
+noise floor (two W=1 runs agreed within 3.4 % in issue 24). With ``--bursts N`` each run above
+the lowest concurrency sends the burst N times through its evaluator, a record each: from the
+second on, the evaluator knows the tasks' memory needs and times (an RL run's evaluator does from
+its second step; every burst compiles every kernel again, each evaluation in a fresh cache).
 
 Runs go in priority order (baseline, highest concurrency, baseline in the other order, then the
 rest) and a run that would end past ``--budget-s`` is left out (and said so), so the whole script
@@ -22,6 +25,7 @@ run cut short by the call's limit keeps what finished, marked ``partial``), prog
 
     python bench/gpu_concurrency.py                   # cuda: bench/results/gpu_concurrency_h200.{md,json}
     python bench/gpu_concurrency.py --backend interpreter --dry --concurrency 1,2 --out /tmp/c.md  # CPU smoke test
+    python bench/gpu_concurrency.py --concurrency 1,8 --orders interleaved --bursts 2  # cold and warm at eight
 """
 
 from __future__ import annotations
@@ -83,6 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--budget-s", type=float, default=510.0, help="leave out runs that would end later")
     parser.add_argument("--ascend", default="off", choices=("off", "warn"), help="Ascend checks and lowering")
     parser.add_argument("--seed", type=int, default=0, help="seed of the shuffled order")
+    parser.add_argument(
+        "--bursts",
+        type=int,
+        default=1,
+        help="bursts per run above the lowest concurrency, through one evaluator (default 1); from the "
+        "second on it knows the tasks' memory needs and times, as an RL run's evaluator does from its second step",
+    )
     parser.add_argument("--dry", action="store_true", help=f"tiny run: {DRY_TASKS}, 5 timed reps, small shapes")
     parser.add_argument("--out", type=Path, default=None, help="markdown output (default: $OUT or bench/results)")
     return parser
@@ -134,35 +145,59 @@ def run_once(
     options: dict[str, Any],
     seed: int,
     progress: Callable[[dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """One burst through a fresh evaluator with ``per_device`` workers per device; ``progress``
-    gets the run so far (marked ``partial``) with every 15 results, so a run cut short leaves them."""
+    bursts: int = 1,
+) -> list[dict[str, Any]]:
+    """``bursts`` bursts, one after the other, through one fresh evaluator with ``per_device``
+    workers per device, a run record each; ``progress`` gets the runs so far, the last marked
+    ``partial``, with every 15 results, so a run cut short leaves them."""
     queue = ordered(items, order, seed)
     started = time.perf_counter()
+    runs: list[dict[str, Any]] = []
     with Evaluator(workers_per_device=per_device, cache=False, **options) as ev:
         ev.warm_up()
         warm_s = time.perf_counter() - started
-        rows: list[dict[str, Any] | None] = [None] * len(queue)
-        lock = threading.Lock()
-        begin = time.perf_counter()
+        for number in range(1, bursts + 1):
+            before = dict(ev.stats)
+            report = (lambda partial: progress([*runs, partial])) if progress is not None else None
+            run = _burst_through(ev, queue, per_device, order, warm_s if number == 1 else 0.0, report, before)
+            run["burst"] = number
+            runs.append(run)
+    return runs
 
-        def record(i: int, result: Any) -> None:
-            with lock:
-                rows[i] = row_of(queue[i], result, time.perf_counter() - begin)
-                done = sum(row is not None for row in rows)
-                if done % 15 == 0 or done == len(queue):
-                    so_far = time.perf_counter() - begin
-                    print(f"  c={per_device} {order}: {done}/{len(queue)} in {so_far:.0f} s", flush=True)
-                    if progress is not None and done < len(queue):
-                        partial = summary(rows, per_device, ev.workers, order, warm_s, so_far, ev.stats)
-                        progress(partial | {"partial": f"{done} of {len(queue)} requests finished"})
 
-        # As an RL step would: the whole burst at once, the evaluator choosing what runs next.
-        ev.evaluate_many([item["request"] for item in queue], on_result=record)
-        makespan = time.perf_counter() - begin
-        workers = ev.workers
-        stats = dict(ev.stats)
-    return summary(rows, per_device, workers, order, warm_s, makespan, stats)
+def _burst_through(
+    ev: Evaluator,
+    queue: list[dict[str, Any]],
+    per_device: int,
+    order: str,
+    warm_s: float,
+    progress: Callable[[dict[str, Any]], None] | None,
+    before: dict[str, Any],
+) -> dict[str, Any]:
+    """One burst through ``ev``; ``before``: its stats when the burst began (a run counts its own)."""
+
+    def since(stats: dict[str, Any]) -> dict[str, Any]:
+        return {k: v - before.get(k, 0) if isinstance(v, (int, float)) else v for k, v in stats.items()}
+
+    rows: list[dict[str, Any] | None] = [None] * len(queue)
+    lock = threading.Lock()
+    begin = time.perf_counter()
+
+    def record(i: int, result: Any) -> None:
+        with lock:
+            rows[i] = row_of(queue[i], result, time.perf_counter() - begin)
+            done = sum(row is not None for row in rows)
+            if done % 15 == 0 or done == len(queue):
+                so_far = time.perf_counter() - begin
+                print(f"  c={per_device} {order}: {done}/{len(queue)} in {so_far:.0f} s", flush=True)
+                if progress is not None and done < len(queue):
+                    partial = summary(rows, per_device, ev.workers, order, warm_s, so_far, since(ev.stats))
+                    progress(partial | {"partial": f"{done} of {len(queue)} requests finished"})
+
+    # As an RL step would: the whole burst at once, the evaluator choosing what runs next.
+    ev.evaluate_many([item["request"] for item in queue], on_result=record)
+    makespan = time.perf_counter() - begin
+    return summary(rows, per_device, ev.workers, order, warm_s, makespan, since(dict(ev.stats)))
 
 
 def summary(
@@ -249,6 +284,24 @@ def compare(base: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def label(run: dict[str, Any]) -> str:
+    """``c=8 interleaved`` (``, burst 2`` from a run's second burst on)."""
+    burst = run.get("burst", 1)
+    return f"c={run['per_device']} {run['order']}" + (f", burst {burst}" if burst > 1 else "")
+
+
+def busy_share(run: dict[str, Any]) -> float | None:
+    """The share of the burst's worker-seconds the workers held an evaluation (None: not recorded)."""
+    held = 0.0
+    for row in run["rows"]:
+        stages = row.get("stages") or {}
+        if "queued" not in stages or not isinstance(row.get("total_s"), (int, float)):
+            return None
+        held += row["total_s"] - stages["queued"] - stages.get("static", 0.0)
+    total = run["workers"] * run["makespan_s"]
+    return held / total if total > 0 else None
+
+
 def _num(value: Any, fmt: str = ".2f") -> str:
     return "-" if value is None else format(value, fmt)
 
@@ -281,7 +334,8 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     for run in runs:
         cmp = compare(base, run) if base is not None else {}
         ratio = run["per_min"] / base["per_min"] if base and base["per_min"] and run["per_min"] else None
-        order_text = run["order"] + (f" (cut short: {run['partial']})" if run.get("partial") else "")
+        order_text = run["order"] + (f", burst {run['burst']}" if run.get("burst", 1) > 1 else "")
+        order_text += f" (cut short: {run['partial']})" if run.get("partial") else ""
         lines.append(
             f"| {run['per_device']} ({run['workers']} in all) | {order_text} | {_num(run['per_min'], '.1f')} | "
             f"{_num(ratio)} | {_num(run['makespan_s'], '.1f')} | {_num(held_s(run), '.1f')} | "
@@ -297,28 +351,32 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
             worst = ", ".join(
                 f"{w['label']} {w['base']:.3g} -> {w['other']:.3g} ({w['rel']:.1%})" for w in cmp["worst"]
             )
-            lines.append(f"- c={run['per_device']} {run['order']}: largest speedup moves: {worst}")
+            lines.append(f"- {label(run)}: largest speedup moves: {worst}")
         if cmp["verdicts_changed"]:
-            lines.append(
-                f"- c={run['per_device']} {run['order']}: verdicts changed: {', '.join(cmp['verdicts_changed'])}"
-            )
+            lines.append(f"- {label(run)}: verdicts changed: {', '.join(cmp['verdicts_changed'])}")
     for run in runs:
         kept = [row.get("checks_kept") or {} for row in run["rows"]]
         if any(kept):
             where = {key: sum(int(k.get(key, 0)) for k in kept) for key in ("device", "host", "at_once")}
             lines.append(
-                f"- c={run['per_device']} {run['order']}: checked outputs kept on the device {where['device']}, "
+                f"- {label(run)}: checked outputs kept on the device {where['device']}, "
                 f"in host memory {where['host']}, compared inside the lease {where['at_once']}"
             )
         if run.get("retries") or run.get("memory_waits"):
             lines.append(
-                f"- c={run['per_device']} {run['order']}: {run.get('retries', 0)} run again after an "
+                f"- {label(run)}: {run.get('retries', 0)} run again after an "
                 f"out-of-memory, {run.get('memory_waits', 0)} held back until they fit"
             )
         for row in run["rows"]:
             if row.get("error_type") == "harness_error":
-                where = f"c={run['per_device']} {run['order']}"
-                lines.append(f"- {where}: harness error in {row['label']}: {row.get('error', '')}")
+                lines.append(f"- {label(run)}: harness error in {row['label']}: {row.get('error', '')}")
+    for run in runs:
+        share = busy_share(run)
+        if share is not None:
+            lines.append(
+                f"- {label(run)}: the workers held an evaluation {share:.0%} of the burst's worker-seconds "
+                "(the rest of the time they were idle)"
+            )
     for note in meta.get("left_out", []):
         lines.append(f"- left out: {note}")
     if base is not None and not any(compare(base, r)["compared"] for r in runs[1:]):
@@ -334,6 +392,8 @@ def write(out: Path, meta: dict[str, Any], runs: list[dict[str, Any]]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.bursts < 1:
+        raise SystemExit(f"--bursts must be at least 1, got {args.bursts}")
     orders = [o.strip() for o in args.orders.split(",") if o.strip()]
     for order in orders:
         if order not in ORDERS:
@@ -389,18 +449,24 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"run: {per_device} per device, {order}, {len(items)} requests", flush=True)
         t0 = time.perf_counter()
-        run = run_once(items, per_device, order, options, args.seed, lambda partial: write(out, meta, [*runs, partial]))
+        bursts = args.bursts if per_device != args.concurrency[0] else 1
+        new = run_once(
+            items, per_device, order, options, args.seed, lambda partial: write(out, meta, [*runs, *partial]), bursts
+        )
         took[per_device] = time.perf_counter() - t0
-        runs.append(run)
+        runs.extend(new)
         if meta["device"] == "-":
             from ascend_kernel_gym.backends.detect import device_info
 
             meta["device"] = device_info(args.backend).name
         meta["elapsed_s"] = round(time.perf_counter() - started, 1)
         write(out, meta, runs)
-        print(
-            f"  {run['per_min']} eval/min, p50 {run['p50_s']} s, p95 {run['p95_s']} s, {run['ok']} correct", flush=True
-        )
+        for run in new:
+            print(
+                f"  {label(run)}: {run['per_min']} eval/min, p50 {run['p50_s']} s, p95 {run['p95_s']} s, "
+                f"{run['ok']} correct",
+                flush=True,
+            )
     print(render(meta, runs))
     print(f"wrote {out} and {out.with_suffix('.json')}")
     return 0

@@ -1,4 +1,4 @@
-"""Which waiting evaluation gets the next free worker: the one expected to take longest.
+"""Which waiting evaluation gets the next free worker: the one that takes up most of a device.
 
 An RL step hands the evaluator a batch of mixed tasks at once. Handed out in the order they came,
 the slowest evaluations of a batch can come last and run on after every other worker is idle:
@@ -11,12 +11,18 @@ in around the long ones at the end.
 * :class:`DurationBook` expects how long an evaluation's child runs: the median of the task's
   last :data:`WINDOW` evaluations on this evaluator, else a prior from the candidate's code and
   the task's level (:func:`prior_s`; only the order of the expectations matters).
-* :class:`WorkerQueue` hands out idle workers: to the longest expected evaluation *that its
-  device would admit now* (:meth:`.concurrency.DeviceGate.fits`, by the memory book's need). The
+* :func:`weight` ranks the waiting evaluations: the expected time, times the number of workers'
+  shares of the device's memory the evaluation's need covers (at least one). An evaluation that
+  takes a quarter of an H100's memory holds back a second worker as surely as a long one does,
+  and ranked by time alone it came last: in an eight-worker burst on an H100 (2026-12-06) a
+  level-2 softmax over a causal mask (29 GB measured) asked for a worker at 5 s, got one at 60 s
+  and was the burst's last result, 2.6 s after the one before.
+* :class:`WorkerQueue` hands out idle workers: to the waiting evaluation of the largest weight
+  *that its device would admit now* (:meth:`.concurrency.DeviceGate.fits`, by the memory book's need). The
   first version ignored memory, and at eight workers on an H100 (2026-12-06) it made the burst
   slower (81 s against 71 s): the level-3 and large level-2 evaluations, first in line, took the
   workers and then waited for device memory, and for 25 s one to three evaluations ran. Now one
-  that does not fit yet lets a shorter one that does go by, and waits in line without holding a
+  that does not fit yet lets a smaller one that does go by, and waits in line without holding a
   worker. An evaluation waiting longer than :data:`STARVE_S` goes before every younger one,
   fitting or not (the device's gate then holds later ones back until it fits), so neither a
   stream of long evaluations nor one of small ones can hold an evaluation back for ever. With as
@@ -59,6 +65,15 @@ POLL_S = 0.25
 H = TypeVar("H")
 
 
+def weight(expected_s: float, need: int | None, room: int | None, workers: int) -> float:
+    """How much of a device an evaluation takes up, in worker-seconds: ``expected_s`` times the
+    workers' shares of the device's ``room`` (bytes) that its memory ``need`` covers, at least one
+    share; ``expected_s`` alone when the need or the room is unknown."""
+    if need is None or not room or room <= 0:
+        return float(expected_s)
+    return float(expected_s) * max(1.0, need * max(1, workers) / room)
+
+
 def prior_s(task: Task, code: str) -> float:
     """The expected child seconds of an evaluation of ``code`` for ``task`` before any was measured.
 
@@ -95,7 +110,8 @@ class DurationBook:
 
 @dataclass
 class _Waiter:
-    expected_s: float
+    #: the larger goes first (:func:`weight`)
+    rank: float
     need: int | None
     asked_at: float
     seq: int
@@ -158,7 +174,7 @@ class WorkerQueue(Generic[H]):
         """Who takes which idle worker now, or None while nobody fits.
 
         A starving caller goes first, fitting or not (the gate then holds the others back for it).
-        Otherwise the longest expected caller that fits on an idle worker's device goes; a longer
+        Otherwise the caller of the largest rank that fits on an idle worker's device goes; a larger
         one that does not fit yet lets it by rather than hold a worker while it waits for memory.
         """
         ranked = sorted(self._idle, key=self._load)  # once per decision: a load is read under the gate's lock
@@ -166,7 +182,7 @@ class WorkerQueue(Generic[H]):
         if starved:
             return min(starved, key=lambda w: w.seq), ranked[0]
         seen: dict[tuple[int, int | None], bool] = {}
-        for waiter in sorted(self._waiting, key=lambda w: (-w.expected_s, w.seq)):
+        for waiter in sorted(self._waiting, key=lambda w: (-w.rank, w.seq)):
             worker = self._placed(waiter, ranked, seen)
             if worker is not None:
                 return waiter, worker
@@ -183,12 +199,13 @@ class WorkerQueue(Generic[H]):
         choice = decided[2]
         return choice[1] if choice is not None and choice[0] is me else None
 
-    def take(self, expected_s: float = 0.0, need: int | None = None) -> tuple[H, bool]:
+    def take(self, rank: float = 0.0, need: int | None = None) -> tuple[H, bool]:
         """An idle worker, once this caller's turn has come (blocks until then), and whether the
-        caller was held back because its device would not admit it; ``need``: the device memory
-        the evaluation is expected to take (None: unknown)."""
+        caller was held back because its device would not admit it. ``rank``: the larger goes
+        first (:func:`weight`, or the expected seconds); ``need``: the device memory the
+        evaluation is expected to take (None: unknown)."""
         with self._cond:
-            me = _Waiter(float(expected_s), need, time.monotonic(), next(self._seq))
+            me = _Waiter(float(rank), need, time.monotonic(), next(self._seq))
             self._waiting.append(me)
             self._version += 1
             try:

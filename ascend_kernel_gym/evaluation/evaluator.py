@@ -31,7 +31,7 @@ from ascend_kernel_gym.evaluation.concurrency import (
     visible_devices,
     was_retried,
 )
-from ascend_kernel_gym.evaluation.dispatch import DurationBook, WorkerQueue
+from ascend_kernel_gym.evaluation.dispatch import DurationBook, WorkerQueue, weight
 from ascend_kernel_gym.evaluation.errors import REFERENCE_BROKE_DEVICE
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.lower_stage import run_lower_stage
@@ -49,8 +49,10 @@ DEFAULT_MEMORY_MB = {"interpreter": 4096, "cuda": 16384, "npu": 16384}
 #: (``profile_budget_s``); on an H100 the speedups of the 45 reference solutions moved by at most
 #: 1.45 % against 100 rounds each (docs/scaling.md)
 DEFAULT_PROFILE_BUDGET_S = 2.0
-#: ``evaluate_many`` lets this many callers per worker wait at once (the longest expected goes first)
-DISPATCH_DEPTH = 4
+#: ``evaluate_many`` lets this many callers per worker wait at once (the one that takes up most of
+#: the device goes first, .dispatch). With four, a burst's large evaluations that came after the
+#: first 32 of 90 were not seen until late (an H100 burst at eight workers, 2026-12-06).
+DISPATCH_DEPTH = 16
 #: added to a wrong result of a bf16 task on the interpreter: Triton 3.9's interpreter computes
 #: arithmetic on bf16 values wrongly (a bf16 `x + y` gives values near 1e38), a valid kernel fails
 BF16_INTERPRETER_NOTE = (
@@ -449,9 +451,9 @@ class Evaluator:
                 threads = self._ray.max_parallel if self._ray is not None else self.workers * DISPATCH_DEPTH
                 self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="akg-eval")
             executor = self._executor
-        # Submitted longest expected first (beyond the callers waiting at once, the executor's own
-        # queue is first come, first served); the results keep the requests' order.
-        expected = [self._expected_s(request) for request in items]
+        # Submitted largest first (beyond the callers waiting at once, the executor's own queue is
+        # first come, first served); the results keep the requests' order.
+        expected = [self._rank(request) for request in items]
         futures: list[Future[EvalResult]] = [None] * len(items)  # type: ignore[list-item]
 
         def run(index: int) -> EvalResult:
@@ -471,11 +473,18 @@ class Evaluator:
                 pass
         return [future.result() for future in futures]
 
-    def _expected_s(self, request: EvalRequest) -> float:
-        """How long ``request``'s evaluation is expected to keep a worker (.dispatch.DurationBook)."""
+    def _rank(self, request: EvalRequest) -> float:
+        """How much of a device ``request``'s evaluation is expected to take up (.dispatch.weight)."""
         profile = request.profile or request.task.default_profile(self.backend)
         code = request.code if isinstance(request.code, str) else ""
-        return self._duration_book.expected_s(request.task, profile, code)
+        return self._weight(request.task, profile, code)
+
+    def _weight(self, task: Task, profile: str, code: str) -> float:
+        expected_s = self._duration_book.expected_s(task, profile, code)
+        if self._ray is not None or not self._gates:
+            return expected_s
+        gate = self._gates[0]
+        return weight(expected_s, self._memory_book.need(task, profile), gate.room(), gate.workers)
 
     @property
     def workers(self) -> int:
@@ -581,16 +590,23 @@ class Evaluator:
         )
 
     def _run_job(self, job: Job, timeout: float, result: EvalResult) -> EvalResult:
-        # The longest expected evaluation among those waiting that fits gets the next idle worker (.dispatch).
+        # Of the evaluations waiting that fit, the one that takes up most of a device gets the next
+        # idle worker (.dispatch).
         book = self._memory_book
-        expected_s = self._duration_book.expected_s(job.task, job.profile, job.code)
-        handle, queued_for_memory = self._queue.take(expected_s, book.need(job.task, job.profile))
+        asked = time.perf_counter()
+        handle, queued_for_memory = self._queue.take(
+            self._weight(job.task, job.profile, job.code), book.need(job.task, job.profile)
+        )
+        queued = round(time.perf_counter() - asked, 4)
         gate = self._gates[handle.device_index or 0]
         try:
             base = EvalResult.from_dict(result.to_dict())
             # asked again: another evaluation of the task may have finished while this one waited
             with gate.slot(need=book.need(job.task, job.profile)) as slot:
                 out = self._run_on(handle, job, timeout, result)
+            # seconds waiting for a worker, then for the device's gate (memory, an exclusive run)
+            out.stage_durations["queued"] = queued
+            out.stage_durations["device_wait"] = slot.waited_s
             book.observe(job.task, job.profile, out)
             self._duration_book.observe(job.task, job.profile, out)
             if slot.held_for_memory or queued_for_memory:
@@ -624,6 +640,7 @@ class Evaluator:
                 out = self._run_on(handle, job, timeout, base)
             book.observe(job.task, job.profile, out)
             how = f"alone on it (run {how}, it ran out of memory again: {second})"
+        out.stage_durations["retry_wait"] = round(waited, 4)
         with self._lock:
             self.stats["retries"] += 1
         mark_retried(

@@ -306,6 +306,7 @@ def result_from_reply(
             base.error_type = ErrorType.HARNESS_ERROR
             base.error_message = f"the evaluation child sent an unreadable result ({exc})"
             return base
+        result.stage_durations = {**result.stage_durations, **base.stage_durations}  # the static check's
         result.stage_durations["child_wall"] = reply.get("wall_s", 0.0)
         return result
     # The child died without reporting.

@@ -126,8 +126,10 @@ class Zygote:
         #: a child of this or another worker times, instead of being stopped or waited for
         self.spares_in_timing = switch(str(config.get("spares_in_timing") or ""), False)
         self.timing_gate = str(config.get("timing_gate") or "")  # AKG_TIMING_GATE (not in our environment)
-        #: a device-free child compiles each job's kernels ahead (AKG_PRECOMPILE, :mod:`.precompile`)
-        self.precompile = switch(str(config.get("precompile") or ""), False) and self.backend == "cuda"
+        #: whether a device-free child compiles each job's kernels ahead (:mod:`.precompile`):
+        #: AKG_PRECOMPILE "1" / "0", else on where the device is shared (a job's ``device_share``
+        #: below 1); alone on its device, the candidate's child would only wait for it
+        self.precompile_setting = str(config.get("precompile") or "")
         self.compile_target: dict[str, Any] | None = None
         self.pre_run: PrecompileRun | None = None
 
@@ -386,7 +388,12 @@ class Zygote:
         if isinstance(judge, RemoteJudge):
             judge.attach(reference)
         child = self._take_spare() or self._fork_child()
-        ahead = self.precompile and self.os_sandbox and self.compile_target is not None
+        ahead = (
+            self.backend == "cuda"
+            and switch(self.precompile_setting, job.device_share < 1.0)
+            and self.os_sandbox
+            and self.compile_target is not None
+        )
         job.precompile_wait_s = PRECOMPILE_MAX_S if ahead else 0.0
         for attempt in range(2):
             if attempt and self.pre_run is None:

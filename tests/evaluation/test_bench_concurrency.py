@@ -40,6 +40,9 @@ def test_arguments(bench) -> None:
     assert args.concurrency == [1, 2, 8] and args.dry
     with pytest.raises(argparse.ArgumentTypeError):
         bench.parse_concurrency("0,2")
+    assert args.bursts == 1
+    with pytest.raises(SystemExit, match="--bursts"):
+        bench.main(["--bursts", "0", "--dry", "--backend", "interpreter"])
 
 
 def test_runs_go_by_priority(bench) -> None:
@@ -76,7 +79,7 @@ def test_speedups_are_compared_only_where_both_runs_are_correct(bench) -> None:
 def test_a_tiny_run_on_the_interpreter(tmp_path) -> None:
     out = tmp_path / "c.md"
     argv = ["--backend", "interpreter", "--dry", "--tasks", "core/L1/relu", "--concurrency", "1,2"]
-    argv += ["--orders", "interleaved", "--out", str(out)]
+    argv += ["--orders", "interleaved", "--bursts", "2", "--out", str(out)]
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "gpu_concurrency.py"), *argv],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
@@ -85,14 +88,22 @@ def test_a_tiny_run_on_the_interpreter(tmp_path) -> None:
     assert "run: 2 per device" in proc.stdout  # progress as it goes
     data = json.loads(out.with_suffix(".json").read_text())
     runs = data["runs"]
-    assert [(r["per_device"], r["order"]) for r in runs] == [(1, "interleaved"), (2, "interleaved")]
+    # the baseline once; the higher concurrency twice through one evaluator
+    assert [(r["per_device"], r["order"], r["burst"]) for r in runs] == [
+        (1, "interleaved", 1), (2, "interleaved", 1), (2, "interleaved", 2),
+    ]  # fmt: skip
+    assert runs[2]["warm_s"] == 0.0 and runs[1]["warm_s"] > 0
     for run in runs:
+        # each evaluation says how long it waited for a worker and for the device
+        assert all(row["stages"]["queued"] >= 0 and "device_wait" in row["stages"] for row in run["rows"])
         assert run["ok"] == 1 and len(run["rows"]) == 2 and run["per_min"] > 0
         broken = [row for row in run["rows"] if not row["ok"]]
         assert len(broken) == 1 and broken[0]["error"]  # each failure keeps what it said
         assert run["retries"] == 0 and run["memory_waits"] == 0  # nothing shares a device on the interpreter
         assert all(row["memory_mb"] == {} and row["retry"] is None for row in run["rows"])
-    assert "| 2 (2 in all) | interleaved |" in out.read_text()
+    text = out.read_text()
+    assert "| 2 (2 in all) | interleaved |" in text and "| 2 (2 in all) | interleaved, burst 2 |" in text
+    assert "- c=2 interleaved, burst 2: the workers held an evaluation" in text
 
 
 def test_harness_errors_are_listed_with_their_messages(bench) -> None:

@@ -6,7 +6,7 @@ import threading
 import time
 
 from ascend_kernel_gym.evaluation import EvalRequest, EvalResult, Evaluator
-from ascend_kernel_gym.evaluation.dispatch import WINDOW, DurationBook, WorkerQueue, prior_s
+from ascend_kernel_gym.evaluation.dispatch import WINDOW, DurationBook, WorkerQueue, prior_s, weight
 from ascend_kernel_gym.evaluation.evaluator import DISPATCH_DEPTH
 from ascend_kernel_gym.tasks.suite import get_task
 
@@ -145,7 +145,8 @@ def test_evaluate_many_runs_the_longest_expected_first_and_reports_each_result_o
 
     try:
         threading.Thread(target=batch, daemon=True).start()
-        _wait_for(lambda: len(calls) == 1 and ev._queue.waiting == DISPATCH_DEPTH - 1)  # the threads of one worker
+        # the threads of one worker, or one per request
+        _wait_for(lambda: len(calls) == 1 and ev._queue.waiting == min(DISPATCH_DEPTH, len(codes)) - 1)
         release.set()
         assert done.wait(60)
     finally:
@@ -155,6 +156,58 @@ def test_evaluate_many_runs_the_longest_expected_first_and_reports_each_result_o
     # the first ran at once; the rest waited (or were submitted later, being shorter) and went longest first
     rest = calls[1:]
     assert rest == sorted(rest, key=len, reverse=True)
+
+
+def test_weight_counts_the_workers_shares_of_memory_a_need_covers() -> None:
+    room, workers = 80 << 30, 8  # a share: 10 GiB
+    assert weight(4.0, 30 << 30, room, workers) == 12.0  # three shares
+    assert weight(4.0, 1 << 30, room, workers) == 4.0  # less than a share counts as one
+    assert weight(4.0, None, room, workers) == 4.0  # unknown need, or unknown room: the time alone
+    assert weight(4.0, 30 << 30, None, workers) == 4.0
+
+
+def test_a_short_evaluation_that_takes_most_of_the_memory_goes_before_a_longer_small_one(
+    relu_task, relu_solution
+) -> None:
+    """Ranked by time alone, a large-memory evaluation of a short candidate came last and ran on
+    after the others had finished; the rank weighs what its memory holds back."""
+    big, small = relu_task, get_task("core/L1/gelu")
+    ev = Evaluator(backend="interpreter", workers=1, start=False, cache=False)
+    gate = ev._gates[0]
+    gate.room = lambda: 80 << 30  # an 80 GiB device shared by eight workers
+    gate._workers = 8
+    ev._memory_book.need = lambda task, profile: (40 << 30) if task.id == big.id else (1 << 30)
+    calls: list[str] = []
+    release = threading.Event()
+
+    def fake_run_on(handle, job, timeout, base):
+        calls.append(job.task.id)
+        if len(calls) == 1:
+            release.wait(30)
+        result = EvalResult.from_dict(base.to_dict())
+        result.stage_durations["child_wall"] = 1.0
+        return result
+
+    ev._run_on = fake_run_on
+    lines = sum(1 for line in relu_solution.splitlines() if line.strip())
+    opener = EvalRequest(task=small, code=relu_solution)
+    short_big = EvalRequest(task=big, code=relu_solution)  # four shares of its expected time
+    long_small = EvalRequest(task=small, code=relu_solution + "\n# pad" * (2 * lines))  # 3x as long, one share
+    try:
+        first = threading.Thread(target=ev.evaluate, args=(opener,), daemon=True)
+        first.start()
+        _wait_for(lambda: len(calls) == 1)
+        results: list[EvalResult] = []
+        batch = threading.Thread(target=lambda: results.extend(ev.evaluate_many([long_small, short_big])), daemon=True)
+        batch.start()
+        _wait_for(lambda: ev._queue.waiting == 2)
+        release.set()
+        batch.join(60)
+        first.join(60)
+    finally:
+        ev.close()
+    assert calls[1:] == [big.id, small.id]
+    assert len(results) == 2 and all("queued" in r.stage_durations for r in results)
 
 
 def test_many_callers_each_get_a_worker_of_their_own_and_all_finish() -> None:
