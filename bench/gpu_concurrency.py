@@ -14,7 +14,7 @@ baseline run (the lowest concurrency, first order), and for every task correct i
 both runs the relative difference of its speedup to the baseline's: the maximum, the median and
 the tasks beyond 3 %. The baseline's repeat at the same concurrency in the other order is the
 noise floor (two W=1 runs agreed within 3.4 % in issue 24). With ``--bursts N`` each run above
-the lowest concurrency sends the burst N times through its evaluator, a record each: from the
+one worker per device sends the burst N times through its evaluator, a record each: from the
 second on, the evaluator knows the tasks' memory needs and times (an RL run's evaluator does from
 its second step; every burst compiles every kernel again, each evaluation in a fresh cache).
 
@@ -91,8 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--bursts",
         type=int,
         default=1,
-        help="bursts per run above the lowest concurrency, through one evaluator (default 1); from the "
-        "second on it knows the tasks' memory needs and times, as an RL run's evaluator does from its second step",
+        help="bursts per run of more than one worker per device, through one evaluator (default 1); from the "
+        "second on it knows the tasks' memory needs and times, as an RL run's evaluator does from its second step "
+        "(one worker gains nothing from knowing them: it runs one evaluation at a time, alone)",
     )
     parser.add_argument("--dry", action="store_true", help=f"tiny run: {DRY_TASKS}, 5 timed reps, small shapes")
     parser.add_argument("--out", type=Path, default=None, help="markdown output (default: $OUT or bench/results)")
@@ -292,12 +293,11 @@ def label(run: dict[str, Any]) -> str:
 
 def busy_share(run: dict[str, Any]) -> float | None:
     """The share of the burst's worker-seconds the workers held an evaluation (None: not recorded)."""
-    held = 0.0
-    for row in run["rows"]:
-        stages = row.get("stages") or {}
-        if "queued" not in stages or not isinstance(row.get("total_s"), (int, float)):
-            return None
-        held += row["total_s"] - stages["queued"] - stages.get("static", 0.0)
+    seconds = [(row.get("stages") or {}).get("worker") for row in run["rows"]]
+    seconds = [s for s in seconds if isinstance(s, (int, float))]  # a static check's reject took no worker
+    if not seconds:
+        return None
+    held = sum(seconds)
     total = run["workers"] * run["makespan_s"]
     return held / total if total > 0 else None
 
@@ -449,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"run: {per_device} per device, {order}, {len(items)} requests", flush=True)
         t0 = time.perf_counter()
-        bursts = args.bursts if per_device != args.concurrency[0] else 1
+        bursts = args.bursts if per_device > 1 else 1
         new = run_once(
             items, per_device, order, options, args.seed, lambda partial: write(out, meta, [*runs, *partial]), bursts
         )

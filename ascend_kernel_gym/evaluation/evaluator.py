@@ -275,6 +275,7 @@ class Evaluator:
             list(self._handles),
             load=lambda h: self._gates[h.device_index or 0].load,
             fits=lambda h, need: self._gates[h.device_index or 0].fits(need),
+            device_of=lambda h: h.device_index or 0,
         )
         if start:
             for handle in self._handles:
@@ -597,16 +598,13 @@ class Evaluator:
         handle, queued_for_memory = self._queue.take(
             self._weight(job.task, job.profile, job.code), book.need(job.task, job.profile)
         )
-        queued = round(time.perf_counter() - asked, 4)
+        taken = time.perf_counter()
         gate = self._gates[handle.device_index or 0]
         try:
             base = EvalResult.from_dict(result.to_dict())
             # asked again: another evaluation of the task may have finished while this one waited
             with gate.slot(need=book.need(job.task, job.profile)) as slot:
                 out = self._run_on(handle, job, timeout, result)
-            # seconds waiting for a worker, then for the device's gate (memory, an exclusive run)
-            out.stage_durations["queued"] = queued
-            out.stage_durations["device_wait"] = slot.waited_s
             book.observe(job.task, job.profile, out)
             self._duration_book.observe(job.task, job.profile, out)
             if slot.held_for_memory or queued_for_memory:
@@ -614,6 +612,11 @@ class Evaluator:
                     self.stats["memory_waits"] += 1
             if neighbour_oom(out, slot.had_neighbour):
                 out = self._run_again(handle, job, timeout, base, out, gate)
+            # seconds waiting for a worker, for the device's gate (memory, an exclusive run), and
+            # holding the worker (retries included)
+            out.stage_durations["queued"] = round(taken - asked, 4)
+            out.stage_durations["device_wait"] = slot.waited_s
+            out.stage_durations["worker"] = round(time.perf_counter() - taken, 4)
             return out
         finally:
             self._queue.give_back(handle)

@@ -84,6 +84,72 @@ def test_a_longer_caller_that_does_not_fit_yet_lets_a_shorter_one_that_fits_go_f
     assert held_back == {2.0: False, 9.0: True}  # the caller says the long one waited for memory
 
 
+def _memory_queue(workers: list[str], free: dict[str, int], reserve_s: float) -> WorkerQueue[str]:
+    """Workers named ``<device><n>``, each device admitting a need up to its ``free`` bytes."""
+    return WorkerQueue(
+        workers,
+        load=lambda w: 0,
+        fits=lambda w, need: need <= free[w[0]],
+        reserve_s=reserve_s,
+        device_of=lambda w: w[0],
+    )
+
+
+def test_a_large_evaluation_passed_over_long_enough_holds_smaller_ones_back_until_it_fits() -> None:
+    """Without the reservation the small ones keep taking the memory finished ones free, and
+    the large one runs last, next to few others."""
+    free = {"a": 10}
+    queue = _memory_queue(["a1", "a2", "a3"], free, reserve_s=3600.0)
+    held, _ = queue.take(1.0, need=6)
+    free["a"] -= 6
+    got: list[str] = []
+
+    def take(name: str, rank: float, need: int) -> None:
+        queue.take(rank, need)
+        free["a"] -= need
+        got.append(name)
+
+    large = threading.Thread(target=take, args=("large", 9.0, 8))
+    large.start()
+    _wait_for(lambda: queue.waiting == 1)
+    before = threading.Thread(target=take, args=("small before", 1.0, 1))
+    before.start()
+    before.join(30)
+    assert got == ["small before"]  # the large one had not waited long: a small one that fits goes by
+    queue._reserve_s = 0.0  # now it has
+    after = threading.Thread(target=take, args=("small after", 1.0, 1))
+    after.start()
+    _wait_for(lambda: queue.waiting == 2)
+    time.sleep(0.3)
+    assert got == ["small before"] and queue.waiting == 2  # it fits, and an idle worker is there, yet it waits
+    free["a"] += 6 + 1  # the first two finish
+    queue.give_back(held)
+    large.join(30)
+    after.join(30)
+    assert got == ["small before", "large", "small after"]
+
+
+def test_a_reservation_holds_back_only_the_device_it_is_on() -> None:
+    free = {"a": 2, "b": 2}
+    queue = _memory_queue(["a1", "b1"], free, reserve_s=0.0)
+    got: list[tuple[str, str]] = []
+
+    def take(name: str, rank: float, need: int) -> None:
+        worker, _ = queue.take(rank, need)
+        got.append((name, worker))
+
+    large = threading.Thread(target=take, args=("large", 9.0, 8), daemon=True)
+    large.start()
+    _wait_for(lambda: queue.waiting == 1)  # it reserves a device (the first idle one: "a")
+    small = threading.Thread(target=take, args=("small", 1.0, 1))
+    small.start()
+    small.join(30)
+    assert got == [("small", "b1")]  # the other device's worker still serves
+    free["a"] = 10
+    large.join(30)
+    assert got[-1] == ("large", "a1")
+
+
 def test_the_idle_worker_on_the_least_loaded_device_is_handed_out() -> None:
     loads = {"busy": 3, "quiet": 0}
     queue: WorkerQueue[str] = WorkerQueue(["busy", "quiet"], load=loads.__getitem__)

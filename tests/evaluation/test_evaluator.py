@@ -137,6 +137,10 @@ def test_an_out_of_memory_next_to_a_neighbour_is_run_again_alone_and_marked(relu
     assert "first run: oom: OutOfMemoryError: CUDA out of memory" in warning and "waiting" in warning
     assert runs.calls.count(victim) == 2 and runs.calls.count(neighbour) == 1
     assert ev.stats["retries"] == 1
+    # the retried result still says how long it waited and held its worker, both runs counted
+    durations = results[0].stage_durations
+    assert {"queued", "device_wait", "retry_wait", "worker"} <= durations.keys()
+    assert durations["worker"] >= durations["retry_wait"] >= 0
 
 
 def test_a_second_out_of_memory_next_to_a_neighbour_is_run_alone(relu_task, relu_solution) -> None:
