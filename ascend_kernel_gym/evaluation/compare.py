@@ -36,57 +36,106 @@ class Comparison:
     nonfinite: bool = False
 
 
+#: elements per piece of a comparison: its float64 temporaries take about 64 MB each. Whole, a
+#: comparison's temporaries took about 16 times the output's size in float64: checking a 512 MB
+#: bfloat16 transpose (no tolerance, so no float32 screen) reserved 21 GB in each of the two
+#: children of an evaluation on an H100, and with eight workers sharing it such evaluations ran
+#: alone (2026-12-06)
+COMPARE_CHUNK = 1 << 23
+
+
 def compare(
     cand: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, slack: torch.Tensor | None = None
 ) -> Comparison:
-    """Element-wise tolerance check in float64 (shapes must already match).
+    """Element-wise tolerance check in float64 (shapes must already match), :data:`COMPARE_CHUNK`
+    elements at a time.
 
     ``slack`` (from :func:`precision_slack`) widens each element's tolerance by the reference's
     own rounding error.
     """
-    c = _TENSOR.detach(cand).to(torch.float64)
-    r = _TENSOR.detach(ref).to(device=c.device, dtype=torch.float64)
-    if c.numel() == 0:
+    cand, ref = _TENSOR.detach(cand), _TENSOR.detach(ref)
+    if cand.numel() == 0:
         return Comparison(True, 0.0, 0.0)
-    finite_r = torch.isfinite(r)
-    finite_c = torch.isfinite(c)
-    diff = (c - r).abs()
-    if _TENSOR.is_floating_point(ref) or _TENSOR.is_complex(ref):
-        bound = atol + rtol * r.abs()
-        if slack is not None and tuple(slack.shape) == tuple(r.shape):
-            bound = bound + _TENSOR.to(slack, device=c.device, dtype=torch.float64)
-    else:
-        bound = torch.zeros_like(r)  # integers and booleans (counts, indices, masks) are exact
-    within = diff <= bound
-    same_special = (c == r) | (torch.isnan(c) & torch.isnan(r))
-    good = torch.where(finite_r, within & finite_c, same_special)
-    both = finite_r & finite_c
-    if bool(both.any()):
-        d = torch.where(both, diff, torch.zeros_like(diff))
-        max_abs = float(d.max())
-        rel = d / (r.abs() + max(atol, 1e-12))
-        max_rel = float(torch.where(both, rel, torch.zeros_like(rel)).max())
-    else:
-        max_abs = max_rel = 0.0
-    bad = ~good
-    bad_count = int(bad.sum())
-    if bad_count == 0:
-        return Comparison(True, max_abs, max_rel)
-    flat = int(torch.nonzero(bad.reshape(-1))[0, 0])
-    index = _unravel(flat, tuple(c.shape))
-    nonfinite = bool((finite_r & ~finite_c).any())
-    if nonfinite:
-        max_abs = max_rel = float("inf")
+    floating = _TENSOR.is_floating_point(ref) or _TENSOR.is_complex(ref)
+    flat_c = _TENSOR.reshape(cand, -1)
+    flat_r = _TENSOR.reshape(_TENSOR.to(ref, device=cand.device), -1)
+    flat_s = None
+    if floating and slack is not None and tuple(slack.shape) == tuple(ref.shape):
+        flat_s = _TENSOR.reshape(_TENSOR.to(slack, device=cand.device), -1)
+    total = _Tally()
+    for start in range(0, flat_c.numel(), COMPARE_CHUNK):
+        stop = start + COMPARE_CHUNK
+        piece_s = flat_s[start:stop] if flat_s is not None else None
+        total.add(start, flat_c[start:stop], flat_r[start:stop], piece_s, atol, rtol, floating)
+    if total.bad_count == 0:
+        return Comparison(True, total.max_abs, total.max_rel)
+    flat, cand_value, ref_value = total.first_bad
+    if total.nonfinite:
+        total.max_abs = total.max_rel = float("inf")
     return Comparison(
         False,
-        max_abs,
-        max_rel,
-        bad_count=bad_count,
-        first_bad_index=list(index),
-        cand_value=float(c.reshape(-1)[flat]),
-        ref_value=float(r.reshape(-1)[flat]),
-        nonfinite=nonfinite,
+        total.max_abs,
+        total.max_rel,
+        bad_count=total.bad_count,
+        first_bad_index=list(_unravel(flat, tuple(cand.shape))),
+        cand_value=cand_value,
+        ref_value=ref_value,
+        nonfinite=total.nonfinite,
     )
+
+
+@dataclass
+class _Tally:
+    """:func:`compare`'s statistics over the pieces seen so far."""
+
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    bad_count: int = 0
+    #: (flat index, candidate value, reference value) of the first element out of tolerance
+    first_bad: tuple[int, float, float] = (0, 0.0, 0.0)
+    nonfinite: bool = False
+
+    def add(
+        self,
+        offset: int,
+        cand: torch.Tensor,
+        ref: torch.Tensor,
+        slack: torch.Tensor | None,
+        atol: float,
+        rtol: float,
+        floating: bool,
+    ) -> None:
+        """Count one piece (flat, starting at element ``offset``) of the two outputs."""
+        c = _TENSOR.to(cand, torch.float64)
+        r = _TENSOR.to(ref, torch.float64)
+        finite_r = torch.isfinite(r)
+        finite_c = torch.isfinite(c)
+        diff = (c - r).abs()
+        if floating:
+            bound = atol + rtol * r.abs()
+            if slack is not None:
+                bound = bound + _TENSOR.to(slack, torch.float64)
+        else:
+            bound = torch.zeros_like(r)  # integers and booleans (counts, indices, masks) are exact
+        within = diff <= bound
+        same_special = (c == r) | (torch.isnan(c) & torch.isnan(r))
+        good = torch.where(finite_r, within & finite_c, same_special)
+        both = finite_r & finite_c
+        if bool(both.any()):
+            d = torch.where(both, diff, torch.zeros_like(diff))
+            self.max_abs = max(self.max_abs, float(d.max()))
+            rel = d / (r.abs() + max(atol, 1e-12))
+            self.max_rel = max(self.max_rel, float(torch.where(both, rel, torch.zeros_like(rel)).max()))
+        bad = ~good
+        count = int(bad.sum())
+        if count == 0:
+            return
+        if self.bad_count == 0:
+            at = int(torch.nonzero(bad)[0, 0])
+            self.first_bad = (offset + at, float(c[at]), float(r[at]))
+        self.bad_count += count
+        # a finite reference element where the candidate's is not is out of tolerance: it is in a bad piece
+        self.nonfinite = self.nonfinite or bool((finite_r & ~finite_c).any())
 
 
 def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -134,8 +183,9 @@ def quick_close(
     """A cheap sufficient test for ``compare(cand, ref, atol, rtol, slack).ok``.
 
     Computes in float32 with a slightly tighter bound (about half the memory traffic of the
-    float64 check, and none of its error statistics). True means every element is close and the
-    reference is finite everywhere; False means nothing: the caller runs :func:`compare`.
+    float64 check, and none of its error statistics), :data:`COMPARE_CHUNK` elements at a time.
+    True means every element is close and the reference is finite everywhere; False means
+    nothing: the caller runs :func:`compare`.
     """
     low, high = _SCREEN_TOL_RANGE
     if (
@@ -146,16 +196,23 @@ def quick_close(
         or cand.numel() == 0
     ):
         return False
-    c = _TENSOR.detach(cand).to(torch.float32)
-    r = _TENSOR.detach(ref).to(torch.float32)
-    bound = r.abs().mul_(rtol).add_(atol)
-    if slack is not None:
-        if tuple(slack.shape) != tuple(r.shape) or slack.device != r.device:
+    if slack is not None and (tuple(slack.shape) != tuple(ref.shape) or slack.device != ref.device):
+        return False
+    flat_c = _TENSOR.reshape(_TENSOR.detach(cand), -1)
+    flat_r = _TENSOR.reshape(_TENSOR.detach(ref), -1)
+    flat_s = _TENSOR.reshape(slack, -1) if slack is not None else None
+    for start in range(0, flat_c.numel(), COMPARE_CHUNK):
+        stop = start + COMPARE_CHUNK
+        c = _TENSOR.to(flat_c[start:stop], torch.float32)
+        r = _TENSOR.to(flat_r[start:stop], torch.float32)
+        bound = r.abs().mul_(rtol).add_(atol)
+        if flat_s is not None:
+            bound.add_(_TENSOR.to(flat_s[start:stop], torch.float32))
+        # An infinite reference makes the bound infinite: such elements need the exact check.
+        within = (c - r).abs_().le_(bound.mul_(_SCREEN_MARGIN)).logical_and_(torch.isfinite(r))
+        if not bool(within.all()):
             return False
-        bound.add_(_TENSOR.to(slack, torch.float32))
-    # An infinite reference makes the bound infinite: such elements need the exact check.
-    within = (c - r).abs_().le_(bound.mul_(_SCREEN_MARGIN)).logical_and_(torch.isfinite(r))
-    return bool(within.all())
+    return True
 
 
 #: dtypes whose PyTorch reference carries a rounding error worth allowing for

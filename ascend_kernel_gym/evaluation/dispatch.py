@@ -23,13 +23,10 @@ in around the long ones at the end.
   slower (81 s against 71 s): the level-3 and large level-2 evaluations, first in line, took the
   workers and then waited for device memory, and for 25 s one to three evaluations ran. Now one
   that does not fit yet lets a smaller one that does go by, and waits in line without holding a
-  worker, for :data:`RESERVE_S`; from then on the evaluations after it in line wait on its device
-  until it fits (otherwise the smaller ones keep taking the memory that finished ones free, and
-  the largest runs last, next to few others). An evaluation waiting longer than :data:`STARVE_S`
-  goes before every younger one, fitting or not (the device's gate then holds later ones back
-  until it fits), so neither a stream of long evaluations nor one of small ones can hold an
-  evaluation back for ever. With as many callers as workers there is little choice;
-  ``Evaluator.evaluate_many`` submits more.
+  worker. An evaluation waiting longer than :data:`STARVE_S` goes before every younger one,
+  fitting or not (the device's gate then holds later ones back until it fits), so neither a
+  stream of long evaluations nor one of small ones can hold an evaluation back for ever. With as
+  many callers as workers there is little choice; ``Evaluator.evaluate_many`` submits more.
 
 Of the idle workers whose device admits it, an evaluation gets the one on the device with the
 fewest evaluations. The order only decides who goes first; every result is still returned to its
@@ -45,7 +42,7 @@ import statistics
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -64,12 +61,6 @@ PRIOR_S_PER_LINE_LEVEL = 0.03
 PRIOR_MIN_S = 0.5
 #: how often callers look again while a worker is idle and none of them may take it
 POLL_S = 0.25
-#: a caller passed over this long because its device would not admit it reserves the device: the
-#: callers after it wait until it fits. Without, smaller evaluations kept filling the memory that
-#: finished ones freed, and the largest ran last, next to few others: in an eight-worker burst on
-#: an H100 (2026-12-06, its second, when the evaluator knew every task's need) the last 10 s ran a
-#: softmax over a causal mask (29 GB) and a transpose (25 GB), one to three evaluations at a time.
-RESERVE_S = 5.0
 
 H = TypeVar("H")
 
@@ -124,14 +115,8 @@ class _Waiter:
     need: int | None
     asked_at: float
     seq: int
-    #: when it was first passed over because no idle worker's device would admit it (None: never)
-    held_since: float | None = None
-    #: the device it holds back the callers after it on (a 1-tuple), once passed over for :data:`RESERVE_S`
-    reserved: tuple[Hashable] | None = None
-
-    @property
-    def held_for_memory(self) -> bool:
-        return self.held_since is not None
+    #: passed over at some time because its device would not admit it
+    held_for_memory: bool = False
 
 
 class WorkerQueue(Generic[H]):
@@ -144,10 +129,6 @@ class WorkerQueue(Generic[H]):
         fits: ``fits(worker, need)``: whether an evaluation expected to take ``need`` bytes of
             device memory would be admitted on ``worker``'s device now (None: always).
         starve_s: waiting longer than this puts a caller before every younger one.
-        reserve_s: a caller passed over this long because it did not fit is waited for: no
-            caller after it in line takes a worker of its device until it fits.
-        device_of: the device a worker is on (workers of one device share its memory; default: one
-            device for all).
     """
 
     def __init__(
@@ -156,15 +137,11 @@ class WorkerQueue(Generic[H]):
         load: Callable[[H], int],
         fits: Callable[[H, int | None], bool] | None = None,
         starve_s: float = STARVE_S,
-        reserve_s: float = RESERVE_S,
-        device_of: Callable[[H], Hashable] | None = None,
     ) -> None:
         self._idle = list(workers)
         self._load = load
         self._fits = fits
         self._starve_s = starve_s
-        self._reserve_s = reserve_s
-        self._device_of = device_of or (lambda worker: None)
         self._cond = threading.Condition()
         self._waiting: list[_Waiter] = []
         self._seq = itertools.count()
@@ -198,29 +175,18 @@ class WorkerQueue(Generic[H]):
 
         A starving caller goes first, fitting or not (the gate then holds the others back for it).
         Otherwise the caller of the largest rank that fits on an idle worker's device goes; a larger
-        one that does not fit yet lets it by rather than hold a worker while it waits for memory,
-        for :data:`RESERVE_S`: from then on it holds back every caller after it on one device (the
-        one of the least loaded idle worker when its reservation began) until it fits there or
-        elsewhere.
+        one that does not fit yet lets it by rather than hold a worker while it waits for memory.
         """
         ranked = sorted(self._idle, key=self._load)  # once per decision: a load is read under the gate's lock
         starved = [w for w in self._waiting if now - w.asked_at > self._starve_s]
         if starved:
             return min(starved, key=lambda w: w.seq), ranked[0]
         seen: dict[tuple[int, int | None], bool] = {}
-        closed: set[Hashable] = set()  # devices a reservation holds
         for waiter in sorted(self._waiting, key=lambda w: (-w.rank, w.seq)):
-            open_ = [w for w in ranked if self._device_of(w) not in closed]
-            worker = self._placed(waiter, open_, seen)
+            worker = self._placed(waiter, ranked, seen)
             if worker is not None:
                 return waiter, worker
-            if waiter.held_since is None:
-                waiter.held_since = now
-            if now - waiter.held_since >= self._reserve_s:
-                if waiter.reserved is None and open_:
-                    waiter.reserved = (self._device_of(open_[0]),)
-                if waiter.reserved is not None:
-                    closed.add(waiter.reserved[0])
+            waiter.held_for_memory = True
         return None
 
     def _turn(self, me: _Waiter, now: float) -> H | None:

@@ -275,7 +275,6 @@ class Evaluator:
             list(self._handles),
             load=lambda h: self._gates[h.device_index or 0].load,
             fits=lambda h, need: self._gates[h.device_index or 0].fits(need),
-            device_of=lambda h: h.device_index or 0,
         )
         if start:
             for handle in self._handles:

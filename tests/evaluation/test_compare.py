@@ -184,6 +184,85 @@ def test_gaps_computed_in_pieces_equal_the_whole_computation(monkeypatch) -> Non
     assert float(pieces[0][3, 4]) == 0.0 and float(pieces[0][5, 6]) == 0.0
 
 
+def _whole_tensor_comparison(cand, ref, atol, rtol, slack=None):
+    """The comparison's statistics computed on the whole tensors at once (an oracle for the pieces)."""
+    c, r = cand.double(), ref.double()
+    finite_r, finite_c = torch.isfinite(r), torch.isfinite(c)
+    diff = (c - r).abs()
+    bound = atol + rtol * r.abs() if ref.is_floating_point() else torch.zeros_like(r)
+    if slack is not None:
+        bound = bound + slack.double()
+    good = torch.where(finite_r, (diff <= bound) & finite_c, (c == r) | (torch.isnan(c) & torch.isnan(r)))
+    both = finite_r & finite_c
+    d = torch.where(both, diff, torch.zeros_like(diff))
+    rel = torch.where(both, d / (r.abs() + max(atol, 1e-12)), torch.zeros_like(d))
+    bad = (~good).reshape(-1)
+    first = int(torch.nonzero(bad)[0, 0]) if bool(bad.any()) else None
+    return float(d.max()), float(rel.max()), int(bad.sum()), first
+
+
+@pytest.mark.parametrize("case", ["float", "bfloat16_exact", "integer", "slack", "all_good"])
+def test_comparisons_in_pieces_equal_the_whole_computation(monkeypatch, case) -> None:
+    """A whole-output comparison took about 16 times the output's size in float64 temporaries
+    (21 GB for a 512 MB transpose on an H100); it now goes in pieces, with the same answer."""
+    from ascend_kernel_gym.evaluation import compare as compare_module
+
+    gen = torch.Generator().manual_seed(11)
+    ref = torch.randn(41, 37, generator=gen)
+    atol, rtol, slack = 1e-3, 1e-3, None
+    cand = ref + torch.randn(41, 37, generator=gen) * 1e-4
+    if case == "float":
+        cand[2, 3], cand[30, 1], cand[40, 36] = 5.0, float("nan"), float("inf")
+        ref[7, 7], cand[7, 7] = float("nan"), float("nan")  # matched specials are fine
+        ref[9, 9], cand[9, 9] = float("inf"), 1.0  # a finite answer to an infinite reference is not
+    elif case == "bfloat16_exact":  # a transpose: no tolerance at all, so no float32 screen
+        ref = ref.to(torch.bfloat16).t()  # not contiguous
+        cand = ref.contiguous().clone()
+        cand[20, 30] = cand[20, 30] * 2 + 1
+        atol = rtol = 0.0
+    elif case == "integer":
+        ref = torch.randint(0, 9, (41, 37), generator=gen)
+        cand = ref.clone()
+        cand[0, 5] += 1
+        cand[33, 2] -= 3
+    elif case == "slack":
+        slack = torch.zeros(41, 37)
+        cand[4, 4] = ref[4, 4] + 0.5
+        slack[4, 4] = 0.6  # widened enough
+        cand[6, 6] = ref[6, 6] + 0.5  # not widened
+    expected = _whole_tensor_comparison(cand, ref, atol, rtol, slack)
+    monkeypatch.setattr(compare_module, "COMPARE_CHUNK", 5)  # 1517 elements in 304 pieces
+    got = compare(cand, ref, atol, rtol, slack)
+    max_abs, max_rel, bad_count, first = expected
+    assert got.bad_count == bad_count and got.ok == (bad_count == 0)
+    if first is None:
+        assert (got.max_abs_err, got.max_rel_err) == (max_abs, max_rel)
+        assert quick_close(cand, ref, atol, rtol, slack) in (True, False)  # the screen may only say yes
+    else:
+        flat_c, flat_r = cand.reshape(-1), ref.reshape(-1)
+        assert got.first_bad_index == list(divmod(first, ref.shape[1]))
+        assert got.cand_value == pytest.approx(float(flat_c[first]), nan_ok=True)
+        assert got.ref_value == pytest.approx(float(flat_r[first]), nan_ok=True)
+        if got.nonfinite:
+            assert math.isinf(got.max_abs_err)
+        else:
+            assert (got.max_abs_err, got.max_rel_err) == (max_abs, max_rel)
+        assert not quick_close(cand, ref, atol, rtol, slack)  # one bad piece is enough to refuse
+
+
+def test_the_float32_screen_in_pieces_accepts_what_it_accepted_whole(monkeypatch) -> None:
+    from ascend_kernel_gym.evaluation import compare as compare_module
+
+    gen = torch.Generator().manual_seed(12)
+    ref = torch.randn(64, 33, generator=gen).to(torch.float16)
+    cand = (ref.float() + 1e-4).to(torch.float16)
+    whole = quick_close(cand, ref, 1e-2, 1e-2)
+    monkeypatch.setattr(compare_module, "COMPARE_CHUNK", 10)
+    assert whole and quick_close(cand, ref, 1e-2, 1e-2)
+    cand[63, 32] = 3.0  # in the last, short piece
+    assert not quick_close(cand, ref, 1e-2, 1e-2)
+
+
 def test_a_compact_slack_is_never_narrower_and_takes_no_room_where_it_is_zero() -> None:
     from ascend_kernel_gym.evaluation.compare import compact_slack
 
