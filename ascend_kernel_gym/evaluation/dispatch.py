@@ -18,15 +18,19 @@ in around the long ones at the end.
   level-2 softmax over a causal mask (29 GB measured) asked for a worker at 5 s, got one at 60 s
   and was the burst's last result, 2.6 s after the one before.
 * :class:`WorkerQueue` hands out idle workers: to the waiting evaluation of the largest weight
-  *that its device would admit now* (:meth:`.concurrency.DeviceGate.fits`, by the memory book's need). The
-  first version ignored memory, and at eight workers on an H100 (2026-12-06) it made the burst
+  *that its device would admit now* (:meth:`.concurrency.DeviceGate.fits`, by the memory book's
+  need). The first version ignored memory, and at eight workers on an H100 (2026-12-06) it made the burst
   slower (81 s against 71 s): the level-3 and large level-2 evaluations, first in line, took the
   workers and then waited for device memory, and for 25 s one to three evaluations ran. Now one
   that does not fit yet lets a smaller one that does go by, and waits in line without holding a
-  worker. An evaluation waiting longer than :data:`STARVE_S` goes before every younger one,
+  worker. Holding the smaller ones back for a large one passed over for 5 s (a reservation) was
+  tried and taken out (2026-12-06): while decoder blocks held the memory, a quarter of the
+  burst's worker-seconds went idle, and its eight-worker bursts took 60.8-80.1 s against
+  62.0-65.7 s in the call before without it (a simulation from the measured times and needs
+  agreed). An evaluation waiting longer than :data:`STARVE_S` goes before every younger one,
   fitting or not (the device's gate then holds later ones back until it fits), so neither a
-  stream of long evaluations nor one of small ones can hold an evaluation back for ever. With as
-  many callers as workers there is little choice; ``Evaluator.evaluate_many`` submits more.
+  stream of long evaluations nor one of small ones can hold an evaluation back for ever. With
+  as many callers as workers there is little choice; ``Evaluator.evaluate_many`` submits more.
 
 Of the idle workers whose device admits it, an evaluation gets the one on the device with the
 fewest evaluations. The order only decides who goes first; every result is still returned to its

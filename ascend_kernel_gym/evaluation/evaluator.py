@@ -446,7 +446,7 @@ class Evaluator:
             return []
         with self._lock:
             if self._executor is None:
-                # Locally, more callers than workers wait at once, so that the longest expected one
+                # Locally, more callers than workers wait at once, so that the largest one
                 # can go first whenever a worker frees (.dispatch.WorkerQueue).
                 threads = self._ray.max_parallel if self._ray is not None else self.workers * DISPATCH_DEPTH
                 self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="akg-eval")
