@@ -6,8 +6,8 @@ requests with the full shape profile and the result cache off, evaluated by
 ``Evaluator(workers_per_device=c)`` for each ``c`` of ``--concurrency``, in two request orders
 (``interleaved``: solution, broken, solution, ...; ``shuffled``: a fixed random permutation).
 The burst goes through ``Evaluator.evaluate_many`` at once, as an RL step's batch would (the
-evaluator hands each free worker to the longest expected evaluation waiting that the device
-would admit now, so the two orders differ only in what it cannot foresee). Per run: evaluations
+evaluator hands each free worker to the waiting evaluation that takes up most of a device among
+those the device would admit now, so the two orders differ only in what it cannot foresee). Per run: evaluations
 per minute (requests / the burst's wall time), latency p50 / p95 (each evaluation's own
 ``total`` time, waits for a worker and for the device lease included), verdicts against the
 baseline run (the lowest concurrency, first order), and for every task correct in
@@ -286,9 +286,13 @@ def compare(base: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
 
 
 def label(run: dict[str, Any]) -> str:
-    """``c=8 interleaved`` (``, burst 2`` from a run's second burst on)."""
+    """``c=8 interleaved`` (``c=8 interleaved, burst 2`` from a run's second burst on)."""
+    return f"c={run['per_device']} {_order_text(run)}"
+
+
+def _order_text(run: dict[str, Any]) -> str:
     burst = run.get("burst", 1)
-    return f"c={run['per_device']} {run['order']}" + (f", burst {burst}" if burst > 1 else "")
+    return run["order"] + (f", burst {burst}" if burst > 1 else "")
 
 
 def busy_share(run: dict[str, Any]) -> float | None:
@@ -334,8 +338,7 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     for run in runs:
         cmp = compare(base, run) if base is not None else {}
         ratio = run["per_min"] / base["per_min"] if base and base["per_min"] and run["per_min"] else None
-        order_text = run["order"] + (f", burst {run['burst']}" if run.get("burst", 1) > 1 else "")
-        order_text += f" (cut short: {run['partial']})" if run.get("partial") else ""
+        order_text = _order_text(run) + (f" (cut short: {run['partial']})" if run.get("partial") else "")
         lines.append(
             f"| {run['per_device']} ({run['workers']} in all) | {order_text} | {_num(run['per_min'], '.1f')} | "
             f"{_num(ratio)} | {_num(run['makespan_s'], '.1f')} | {_num(held_s(run), '.1f')} | "

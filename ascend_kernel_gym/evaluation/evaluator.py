@@ -477,14 +477,15 @@ class Evaluator:
         """How much of a device ``request``'s evaluation is expected to take up (.dispatch.weight)."""
         profile = request.profile or request.task.default_profile(self.backend)
         code = request.code if isinstance(request.code, str) else ""
-        return self._weight(request.task, profile, code)
+        return self._weight(request.task, profile, code, self._memory_book.need(request.task, profile))
 
-    def _weight(self, task: Task, profile: str, code: str) -> float:
+    def _weight(self, task: Task, profile: str, code: str, need: int | None) -> float:
+        """:func:`.dispatch.weight` of an evaluation of ``code`` expected to take ``need`` bytes."""
         expected_s = self._duration_book.expected_s(task, profile, code)
         if self._ray is not None or not self._gates:
             return expected_s
         gate = self._gates[0]
-        return weight(expected_s, self._memory_book.need(task, profile), gate.room(), gate.workers)
+        return weight(expected_s, need, gate.room(), gate.workers)
 
     @property
     def workers(self) -> int:
@@ -594,9 +595,8 @@ class Evaluator:
         # idle worker (.dispatch).
         book = self._memory_book
         asked = time.perf_counter()
-        handle, queued_for_memory = self._queue.take(
-            self._weight(job.task, job.profile, job.code), book.need(job.task, job.profile)
-        )
+        need = book.need(job.task, job.profile)
+        handle, queued_for_memory = self._queue.take(self._weight(job.task, job.profile, job.code, need), need)
         taken = time.perf_counter()
         gate = self._gates[handle.device_index or 0]
         try:

@@ -195,8 +195,9 @@ class ZygoteHandle:
                 "spares_in_timing": os.environ.get("AKG_SPARES_IN_TIMING", ""),
                 # "1" / "0": the timing stage's device gate (evaluation/device_gate.py) on / off
                 "timing_gate": os.environ.get("AKG_TIMING_GATE", ""),
-                # "1": on cuda, a child without the device compiles each job's Triton kernels
-                # ahead, going on while neighbours time (evaluation/precompile.py; default: off)
+                # "1" / "0": on cuda, a child without the device compiles each job's Triton kernels
+                # ahead, going on while neighbours time (evaluation/precompile.py; default: on
+                # where workers share a device)
                 "precompile": os.environ.get("AKG_PRECOMPILE", ""),
             },
         )
