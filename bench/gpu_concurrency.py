@@ -49,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402, F401  (before the package: works without gymnasium)
 from _benchutil import package_versions, positive_ints  # noqa: E402
+from host_load import LoadSampler, load_summary  # noqa: E402
 
 from ascend_kernel_gym.evaluation import EvalRequest, EvalResult, Evaluator  # noqa: E402
 from ascend_kernel_gym.evaluation.evaluator import DEFAULT_PROFILE_BUDGET_S  # noqa: E402
@@ -196,9 +197,16 @@ def _burst_through(
                     progress(partial | {"partial": f"{done} of {len(queue)} requests finished"})
 
     # As an RL step would: the whole burst at once, the evaluator choosing what runs next.
-    ev.evaluate_many([item["request"] for item in queue], on_result=record)
-    makespan = time.perf_counter() - begin
-    return summary(rows, per_device, ev.workers, order, warm_s, makespan, since(dict(ev.stats)))
+    with LoadSampler() as sampler:
+        ev.evaluate_many([item["request"] for item in queue], on_result=record)
+    end = time.perf_counter()
+    run = summary(rows, per_device, ev.workers, order, warm_s, end - begin, since(dict(ev.stats)))
+    run["load"] = load_summary(sampler.samples, begin, end, lease_spans(run))
+    # the samples themselves, for a timeline: seconds into the burst, CPU share, ready, GPU %
+    run["load_samples"] = [
+        [round(s["t"] - begin, 2), s["cpu"] and round(s["cpu"], 3), s["running"], s["gpu"]] for s in sampler.samples
+    ]
+    return run
 
 
 def summary(
@@ -310,11 +318,24 @@ def _num(value: Any, fmt: str = ".2f") -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def lease_spans(run: dict[str, Any]) -> list[tuple[float, float]]:
+    """The ``perf_counter`` spans in which the run's evaluations held the device alone."""
+    spans = [(row.get("lease") or {}).get("span") for row in run["rows"]]
+    return [(s[0], s[1]) for s in spans if s and len(s) == 2]
+
+
 def held_s(run: dict[str, Any]) -> float | None:
     """Seconds the run's evaluations held the device alone (their timed calls), summed."""
-    spans = [(row.get("lease") or {}).get("span") for row in run["rows"]]
-    spans = [s for s in spans if s and len(s) == 2]
+    spans = lease_spans(run)
     return sum(b - a for a, b in spans) if spans else None
+
+
+def _load_text(means: dict[str, Any]) -> str:
+    cpu, gpu = means.get("cpu"), means.get("gpu")
+    return (
+        f"{_num(cpu * 100 if cpu is not None else None, '.0f')} % / {_num(means.get('running'), '.1f')} / "
+        f"{_num(gpu, '.0f')} %"
+    )
 
 
 def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
@@ -380,6 +401,18 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
                 f"- {label(run)}: the workers held an evaluation {share:.0%} of the burst's worker-seconds "
                 "(the rest of the time they were idle)"
             )
+    for run in runs:
+        load = run.get("load")
+        if load and load["all"]["samples"]:
+            parts = [
+                f"{name} {_load_text(load[key])}"
+                for key, name in (("all", "whole burst"), ("in_spans", "while one timed"), ("outside", "otherwise"))
+                if load[key]["samples"]
+            ]
+            lines.append(f"- {label(run)}: load (CPUs busy, processes ready to run, GPU busy): {'; '.join(parts)}")
+            by_name = ", ".join(f"{name} {seconds:.0f}" for name, seconds in load["all"]["cpu_s_by_name"].items())
+            if by_name:
+                lines.append(f"- {label(run)}: CPU seconds by process name: {by_name}")
     for note in meta.get("left_out", []):
         lines.append(f"- left out: {note}")
     if base is not None and not any(compare(base, r)["compared"] for r in runs[1:]):

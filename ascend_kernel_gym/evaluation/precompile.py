@@ -104,9 +104,10 @@ def start_precompile(
         return None
     if pid == 0:
         try:
-            from ascend_kernel_gym.evaluation.child_stream import die_with_parent
+            from ascend_kernel_gym.evaluation.child_stream import die_with_parent, name_process
 
             die_with_parent(parent)
+            name_process("akg-precompile")
             for fd in close_fds:
                 try:
                     os.close(fd)

@@ -41,6 +41,7 @@ from ascend_kernel_gym.evaluation.child_stream import (
     ChildStream,
     die_with_parent,
     harness_failure,
+    name_process,
     read_output_tail,
     rss_bytes,
 )
@@ -238,6 +239,7 @@ class Zygote:
         pid = os.fork()
         if pid == 0:  # the child: keeps only its own two pipe ends
             die_with_parent(parent)
+            name_process("akg-reference" if reference else "akg-candidate")
             for fd in (0, 1, self.proto_in, self.proto_out, job_write, result_read, output_fd, *self.harness_fds):
                 try:
                     os.close(fd)
@@ -812,6 +814,7 @@ def main() -> None:
     os.dup2(2, 1)  # stray prints from libraries go to stderr, not into the protocol
     os.close(devnull)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the calling process decides when we stop
+    name_process("akg-zygote")
     config = read_message(proto_in)
     if not isinstance(config, dict):
         return

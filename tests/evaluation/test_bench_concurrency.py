@@ -8,6 +8,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,39 @@ def test_a_tiny_run_on_the_interpreter(tmp_path) -> None:
     text = out.read_text()
     assert "| 2 (2 in all) | interleaved |" in text and "| 2 (2 in all) | interleaved, burst 2 |" in text
     assert "- c=2 interleaved, burst 2: the workers held an evaluation" in text
+    # the host's load was sampled through each burst (the CPUs at least; no GPU here)
+    load = runs[1]["load"]
+    assert load["all"]["samples"] >= 1 and 0.0 <= load["all"]["cpu"] <= 1.0 and load["all"]["gpu"] is None
+    assert len(runs[1]["load_samples"]) >= load["all"]["samples"]
+    assert "akg-candidate" in load["all"]["cpu_s_by_name"]  # the evaluator's processes say what they are
+    assert "- c=2 interleaved: load (CPUs busy, processes ready to run, GPU busy): whole burst " in text
+
+
+def test_load_is_split_by_the_spans_it_falls_in() -> None:
+    host_load = _load("host_load")
+    samples = [
+        {"t": t, "cpu": cpu, "running": run, "gpu": gpu, "gpu_mem_gib": None}
+        for t, cpu, run, gpu in [(0.5, 0.9, 4, 100), (1.5, 0.5, 2, 20), (2.5, 0.1, 1, 0), (9.0, 1.0, 9, 100)]
+    ]
+    summary = host_load.load_summary(samples, 0.0, 3.0, [(1.0, 2.0)])  # the last sample is past the window
+    assert summary["all"]["samples"] == 3 and summary["all"]["cpu"] == 0.5
+    assert summary["in_spans"] == {
+        "samples": 1, "cpu_s_by_name": {}, "cpu": 0.5, "running": 2.0, "gpu": 20.0, "gpu_mem_gib": None,
+    }  # fmt: skip
+    samples[1]["cpu_s_by_name"] = {"akg-candidate": 0.2, "python": 0.05}
+    samples[2]["cpu_s_by_name"] = {"akg-candidate": 0.1}
+    summary = host_load.load_summary(samples, 0.0, 3.0, [(1.0, 2.0)])
+    assert summary["all"]["cpu_s_by_name"] == {"akg-candidate": 0.3, "python": 0.1}  # rounded to 0.1 s
+    assert summary["outside"]["cpu_s_by_name"] == {"akg-candidate": 0.1}
+    assert summary["outside"]["samples"] == 2 and summary["outside"]["gpu"] == 50.0
+    assert summary["outside"]["running"] == 2.5
+    with host_load.LoadSampler(period_s=0.01) as sampler:
+        deadline = time.perf_counter() + 30
+        while len(sampler.samples) < 3 and time.perf_counter() < deadline:
+            time.sleep(0.01)
+    assert len(sampler.samples) >= 3 and all(0.0 <= s["cpu"] <= 1.0 for s in sampler.samples if s["cpu"] is not None)
+    with pytest.raises(ValueError, match="period_s"):
+        host_load.LoadSampler(period_s=0)
 
 
 def test_harness_errors_are_listed_with_their_messages(bench) -> None:

@@ -71,9 +71,32 @@ def test_quick_close_leaves_special_values_and_mixed_inputs_to_the_full_check() 
     assert not quick_close(torch.tensor([1.0, float("nan"), 3.0]), finite, 1e-4, 1e-4)
     assert not quick_close(torch.tensor([1.0, float("inf"), 3.0]), finite, 1.0, 1e30)
     assert not quick_close(finite.double(), finite, 1e-4, 1e-4)  # different dtypes
-    assert not quick_close(finite.double(), finite.double(), 1e-4, 1e-4)  # float64 is not screened
-    assert not quick_close(finite, finite, 0.0, 1e-4)  # atol 0 could underflow in float32
-    assert not quick_close(finite.long(), finite.long(), 1e-4, 1e-4)
+    # Where the float32 screen does not apply (float64, a zero atol that could underflow in float32,
+    # integers), equal outputs pass and anything else is left to the full check.
+    other = torch.tensor([1.0, 2.0, 3.5])
+    pairs = ((finite.double(), other.double(), 1e-4), (finite, other, 0.0), (finite.long(), finite.long() + 1, 0))
+    for a, b, atol in pairs:
+        assert quick_close(a, a.clone(), atol, 1e-4) and not quick_close(a, b, atol, 1e-4)
+    assert not quick_close(ref.double(), ref.double(), 1e-4, 1e-4)  # an infinite reference: the full check
+    assert not quick_close(finite, finite.clone(), 0.0, 0.0, torch.zeros(3))  # a slack: the float32 screen only
+    assert not quick_close(finite.to(torch.complex64), finite.to(torch.complex64), 0.0, 0.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int64, torch.bool, torch.bfloat16, torch.uint8])
+def test_the_equality_screen_never_accepts_what_the_float64_check_refuses(dtype, monkeypatch) -> None:
+    from ascend_kernel_gym.evaluation import compare as compare_module
+
+    monkeypatch.setattr(compare_module, "COMPARE_CHUNK", 5)  # several pieces, a difference in any of them
+    gen = torch.Generator().manual_seed(3)
+    ref = (torch.randn(23, generator=gen) * 50).to(dtype)
+    assert quick_close(ref.clone(), ref, 0.0, 0.0) and compare(ref.clone(), ref, 0.0, 0.0).ok
+    for at in range(23):
+        cand = ref.clone()
+        if dtype == torch.bool:
+            cand[at] = ~cand[at]
+        else:
+            cand[at] = cand[at] + 1 if not dtype.is_floating_point else cand[at] * 2 + 1
+        assert not quick_close(cand, ref, 0.0, 0.0) and not compare(cand, ref, 0.0, 0.0).ok
 
 
 def test_quick_close_widens_the_bound_by_the_slack_only() -> None:

@@ -1,0 +1,229 @@
+"""How busy the host's CPUs and the GPU were during a bench run, inside and outside given spans.
+
+:class:`LoadSampler` samples, every ``period_s`` seconds on a thread of its own: the share of
+the host's CPU time that was busy since the last sample (``/proc/stat``), the processes ready to
+run (``procs_running``) and, where NVML loads, the GPU's utilisation (the share of the last
+sample period in which a kernel ran) and its used memory. :func:`load_summary` averages the
+samples over a window, split into those inside a list of spans (the timed calls' leases, say)
+and those outside. Linux only for the CPU part; no torch, no package import.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs since boot, or None off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    values = [int(v) for v in fields[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+    return sum(values) - idle, sum(values)
+
+
+def _procs_running() -> int | None:
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                if line.startswith("procs_running"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+_TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
+
+
+def _cpu_by_process() -> dict[int, tuple[str, float]]:
+    """Every process's name and CPU seconds so far (user + system), from ``/proc/<pid>/stat``."""
+    out = {}
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return out
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                text = f.read()
+        except OSError:
+            continue  # gone since the listing
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        fields = text[text.rindex(")") + 2 :].split()
+        out[pid] = (name, (int(fields[11]) + int(fields[12])) * _TICK_S)
+    return out
+
+
+class _Utilization(ctypes.Structure):
+    _fields_ = [("gpu", ctypes.c_uint), ("memory", ctypes.c_uint)]
+
+
+class _Memory(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+
+
+class _Gpu:
+    """GPU ``index``'s utilisation and used memory through NVML (absent: every reading is None)."""
+
+    def __init__(self, index: int = 0) -> None:
+        self.lib: Any = None
+        self.handle = ctypes.c_void_p()
+        try:
+            lib = ctypes.CDLL("libnvidia-ml.so.1")
+        except OSError:
+            return
+        if lib.nvmlInit_v2() != 0 or lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(index), ctypes.byref(self.handle)):
+            return
+        self.lib = lib
+
+    def read(self) -> tuple[int | None, float | None]:
+        if self.lib is None:
+            return None, None
+        util, memory = _Utilization(), _Memory()
+        busy = util.gpu if self.lib.nvmlDeviceGetUtilizationRates(self.handle, ctypes.byref(util)) == 0 else None
+        used = memory.used / 2**30 if self.lib.nvmlDeviceGetMemoryInfo(self.handle, ctypes.byref(memory)) == 0 else None
+        return busy, used
+
+
+class LoadSampler:
+    """Samples the host's and GPU 0's load from a process of its own while open (a context manager).
+
+    ``samples``: dicts with ``t`` (``time.perf_counter()`` at the sample's end: one clock for
+    every process of the host), ``cpu`` (busy share of all CPUs over the period), ``running``
+    (processes ready to run), ``gpu`` (NVML utilisation in percent), ``gpu_mem_gib`` and, with
+    ``by_name``, ``cpu_s_by_name`` (CPU seconds each process name used in the period: the
+    evaluator names its processes ``akg-zygote``, ``akg-candidate``, ``akg-reference``,
+    ``akg-precompile``); a reading that is not available is None. A process, not a thread: a
+    thread reading ``/proc`` file by file waited for the GIL at every file while the caller's
+    threads were busy, and took one sample where it should have taken six.
+    """
+
+    def __init__(self, period_s: float = 0.25, gpu_index: int = 0, by_name: bool = True) -> None:
+        if period_s <= 0:
+            raise ValueError(f"period_s must be positive, got {period_s}")
+        self.period_s = period_s
+        #: also sum each period's CPU seconds by process name (``cpu_s_by_name``)
+        self.by_name = by_name
+        self.gpu_index = gpu_index
+        self.samples: list[dict[str, Any]] = []
+        self._proc: subprocess.Popen[str] | None = None
+        self._reader: threading.Thread | None = None
+
+    def __enter__(self) -> LoadSampler:
+        argv = [sys.executable, __file__, str(self.period_s), str(self.gpu_index), "1" if self.by_name else "0"]
+        self._proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        assert self._proc.stdout is not None
+        self._proc.stdout.readline()  # its first line says it is sampling: the window starts now
+        self._reader = threading.Thread(target=self._read, name="load-sampler", daemon=True)
+        self._reader.start()
+        return self
+
+    def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        for line in self._proc.stdout:
+            try:
+                self.samples.append(json.loads(line))
+            except ValueError:
+                continue  # a last line cut short when the sampler was stopped
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is None or self._reader is None:
+            return
+        self._proc.terminate()
+        self._proc.wait()
+        self._reader.join()
+
+
+def sample_forever(period_s: float, gpu_index: int, by_name: bool, write: Callable[[str], None]) -> None:
+    """Write a sample (a JSON line, see :class:`LoadSampler`) every ``period_s`` seconds."""
+    gpu = _Gpu(gpu_index)
+    last = _cpu_times()
+    seen = _cpu_by_process() if by_name else {}
+    next_at = time.perf_counter() + period_s
+    write(json.dumps({"sampling": True}) + "\n")
+    while True:
+        time.sleep(max(0.0, next_at - time.perf_counter()))
+        next_at += period_s
+        now = _cpu_times()
+        cpu = None
+        if last is not None and now is not None and now[1] > last[1]:
+            cpu = (now[0] - last[0]) / (now[1] - last[1])
+        last = now
+        busy, used = gpu.read()
+        sample: dict[str, Any] = {
+            "t": time.perf_counter(), "cpu": cpu, "running": _procs_running(), "gpu": busy, "gpu_mem_gib": used,
+        }  # fmt: skip
+        if by_name:
+            current = _cpu_by_process()
+            names: dict[str, float] = {}
+            for pid, (name, seconds) in current.items():
+                before = seen.get(pid)
+                # born since the last sample: all of its time is new (one renamed keeps its pid)
+                spent = seconds - before[1] if before is not None else seconds
+                if spent > 0:
+                    names[name] = round(names.get(name, 0.0) + spent, 3)
+            seen = current
+            sample["cpu_s_by_name"] = names
+        write(json.dumps(sample) + "\n")
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 3) if values else None
+
+
+def load_summary(
+    samples: list[dict[str, Any]], begin: float, end: float, spans: list[tuple[float, float]]
+) -> dict[str, Any]:
+    """Mean CPU busy share, processes ready to run and GPU utilisation (percent) of the samples
+    taken in ``[begin, end]``: all of them, those inside one of ``spans`` (a sample counts as
+    inside when its time falls in a span) and the rest; with how many samples each mean has and
+    the CPU seconds of the eight busiest process names."""
+    window = [s for s in samples if begin <= s["t"] <= end]
+    inside = [s for s in window if any(a <= s["t"] <= b for a, b in spans)]
+    outside = [s for s in window if not any(a <= s["t"] <= b for a, b in spans)]
+
+    def means(part: list[dict[str, Any]]) -> dict[str, Any]:
+        names: dict[str, float] = {}
+        for s in part:
+            for name, seconds in (s.get("cpu_s_by_name") or {}).items():
+                names[name] = names.get(name, 0.0) + seconds
+        top = sorted(names.items(), key=lambda kv: -kv[1])[:8]
+        return {
+            "samples": len(part),
+            "cpu_s_by_name": {name: round(seconds, 1) for name, seconds in top},
+            "cpu": _mean([s["cpu"] for s in part if s["cpu"] is not None]),
+            "running": _mean([s["running"] for s in part if s["running"] is not None]),
+            "gpu": _mean([s["gpu"] for s in part if s["gpu"] is not None]),
+            "gpu_mem_gib": _mean([s["gpu_mem_gib"] for s in part if s["gpu_mem_gib"] is not None]),
+        }
+
+    return {"all": means(window), "in_spans": means(inside), "outside": means(outside)}
+
+
+def _main(argv: list[str]) -> None:
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+
+    def write(line: str) -> None:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+    sample_forever(float(argv[0]), int(argv[1]), argv[2] == "1", write)
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])
