@@ -202,9 +202,10 @@ def _burst_through(
     end = time.perf_counter()
     run = summary(rows, per_device, ev.workers, order, warm_s, end - begin, since(dict(ev.stats)))
     run["load"] = load_summary(sampler.samples, begin, end, lease_spans(run))
-    # the samples themselves, for a timeline: seconds into the burst, CPU share, ready, GPU %
+    # the samples themselves, for a timeline: seconds into the burst, CPU share, ready, GPU %, GPU GiB used
     run["load_samples"] = [
-        [round(s["t"] - begin, 2), s["cpu"] and round(s["cpu"], 3), s["running"], s["gpu"]] for s in sampler.samples
+        [round(s["t"] - begin, 2), s["cpu"] and round(s["cpu"], 3), s["running"], s["gpu"], s["gpu_mem_gib"]]
+        for s in sampler.samples
     ]
     return run
 
@@ -410,9 +411,10 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
                 if load[key]["samples"]
             ]
             lines.append(f"- {label(run)}: load (CPUs busy, processes ready to run, GPU busy): {'; '.join(parts)}")
-            by_name = ", ".join(f"{name} {seconds:.0f}" for name, seconds in load["all"]["cpu_s_by_name"].items())
-            if by_name:
-                lines.append(f"- {label(run)}: CPU seconds by process name: {by_name}")
+            for key, what in (("cpu_s_by_name", "CPU"), ("gpu_s_by_name", "GPU")):
+                by_name = ", ".join(f"{name} {seconds:.1f}" for name, seconds in load["all"].get(key, {}).items())
+                if by_name:
+                    lines.append(f"- {label(run)}: {what} seconds by process name: {by_name}")
     for note in meta.get("left_out", []):
         lines.append(f"- left out: {note}")
     if base is not None and not any(compare(base, r)["compared"] for r in runs[1:]):

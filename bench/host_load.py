@@ -77,6 +77,25 @@ class _Memory(ctypes.Structure):
     _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
 
 
+class _ProcessSample(ctypes.Structure):
+    _fields_ = [
+        ("pid", ctypes.c_uint),
+        ("timeStamp", ctypes.c_ulonglong),
+        ("smUtil", ctypes.c_uint),
+        ("memUtil", ctypes.c_uint),
+        ("encUtil", ctypes.c_uint),
+        ("decUtil", ctypes.c_uint),
+    ]
+
+
+def _name_of(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return "(exited)"
+
+
 class _Gpu:
     """GPU ``index``'s utilisation and used memory through NVML (absent: every reading is None)."""
 
@@ -90,6 +109,31 @@ class _Gpu:
         if lib.nvmlInit_v2() != 0 or lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(index), ctypes.byref(self.handle)):
             return
         self.lib = lib
+
+    def by_process(self, since_us: int) -> tuple[dict[str, float], int]:
+        """Each process name's mean SM utilisation (percent) over NVML's samples newer than
+        ``since_us`` (its clock), and the newest sample's time; ``({}, since_us)`` when none."""
+        if self.lib is None:
+            return {}, since_us
+        count = ctypes.c_uint(0)
+        self.lib.nvmlDeviceGetProcessUtilization(self.handle, None, ctypes.byref(count), ctypes.c_ulonglong(since_us))
+        if count.value == 0:
+            return {}, since_us
+        samples = (_ProcessSample * count.value)()
+        status = self.lib.nvmlDeviceGetProcessUtilization(
+            self.handle, samples, ctypes.byref(count), ctypes.c_ulonglong(since_us)
+        )
+        if status != 0:
+            return {}, since_us
+        taken = [samples[i] for i in range(count.value) if samples[i].timeStamp > since_us]
+        if not taken:
+            return {}, since_us
+        stamps = {s.timeStamp for s in taken}
+        names: dict[str, float] = {}
+        for s in taken:
+            name = _name_of(s.pid)
+            names[name] = names.get(name, 0.0) + s.smUtil
+        return {name: total / len(stamps) for name, total in names.items()}, max(stamps)
 
     def read(self) -> tuple[int | None, float | None]:
         if self.lib is None:
@@ -108,7 +152,9 @@ class LoadSampler:
     (processes ready to run), ``gpu`` (NVML utilisation in percent), ``gpu_mem_gib`` and, with
     ``by_name``, ``cpu_s_by_name`` (CPU seconds each process name used in the period: the
     evaluator names its processes ``akg-zygote``, ``akg-candidate``, ``akg-reference``,
-    ``akg-precompile``); a reading that is not available is None. A process, not a thread: a
+    ``akg-precompile``) and, where NVML reports it, ``gpu_s_by_name`` (the GPU seconds of each
+    process name: its mean SM utilisation over NVML's samples in the period times the period);
+    a reading that is not available is None. A process, not a thread: a
     thread reading ``/proc`` file by file waited for the GIL at every file while the caller's
     threads were busy, and took one sample where it should have taken six.
     """
@@ -152,6 +198,7 @@ class LoadSampler:
 def sample_forever(period_s: float, gpu_index: int, by_name: bool, write: Callable[[str], None]) -> None:
     """Write a sample (a JSON line, see :class:`LoadSampler`) every ``period_s`` seconds."""
     gpu = _Gpu(gpu_index)
+    stamp = 0
     last = _cpu_times()
     seen = _cpu_by_process() if by_name else {}
     next_at = time.perf_counter() + period_s
@@ -179,6 +226,9 @@ def sample_forever(period_s: float, gpu_index: int, by_name: bool, write: Callab
                     names[name] = round(names.get(name, 0.0) + spent, 3)
             seen = current
             sample["cpu_s_by_name"] = names
+            if gpu.lib is not None:
+                shares, stamp = gpu.by_process(stamp)
+                sample["gpu_s_by_name"] = {name: round(pct / 100 * period_s, 4) for name, pct in shares.items()}
         write(json.dumps(sample) + "\n")
 
 
@@ -192,20 +242,24 @@ def load_summary(
     """Mean CPU busy share, processes ready to run and GPU utilisation (percent) of the samples
     taken in ``[begin, end]``: all of them, those inside one of ``spans`` (a sample counts as
     inside when its time falls in a span) and the rest; with how many samples each mean has and
-    the CPU seconds of the eight busiest process names."""
+    the CPU and GPU seconds of the eight busiest process names."""
     window = [s for s in samples if begin <= s["t"] <= end]
     inside = [s for s in window if any(a <= s["t"] <= b for a, b in spans)]
     outside = [s for s in window if not any(a <= s["t"] <= b for a, b in spans)]
 
-    def means(part: list[dict[str, Any]]) -> dict[str, Any]:
+    def by_name(part: list[dict[str, Any]], key: str) -> dict[str, float]:
         names: dict[str, float] = {}
         for s in part:
-            for name, seconds in (s.get("cpu_s_by_name") or {}).items():
+            for name, seconds in (s.get(key) or {}).items():
                 names[name] = names.get(name, 0.0) + seconds
         top = sorted(names.items(), key=lambda kv: -kv[1])[:8]
+        return {name: round(seconds, 1) for name, seconds in top}
+
+    def means(part: list[dict[str, Any]]) -> dict[str, Any]:
         return {
             "samples": len(part),
-            "cpu_s_by_name": {name: round(seconds, 1) for name, seconds in top},
+            "cpu_s_by_name": by_name(part, "cpu_s_by_name"),
+            "gpu_s_by_name": by_name(part, "gpu_s_by_name"),
             "cpu": _mean([s["cpu"] for s in part if s["cpu"] is not None]),
             "running": _mean([s["running"] for s in part if s["running"] is not None]),
             "gpu": _mean([s["gpu"] for s in part if s["gpu"] is not None]),

@@ -42,7 +42,7 @@ from ascend_kernel_gym.evaluation.result import ErrorType, Stage
 from ascend_kernel_gym.evaluation.snapshot import check_snapshot
 from ascend_kernel_gym.evaluation.state import ChildState, PartTimer, ResultWriter, apply_failure
 from ascend_kernel_gym.evaluation.timing_stage import run_timing
-from ascend_kernel_gym.evaluation.wire import JOB_TAKEN, READY, RESULT, ZygoteLink, read_message
+from ascend_kernel_gym.evaluation.wire import JOB_TAKEN, NOT_READY, READY, RESULT, ZygoteLink, read_message
 
 
 def child_entry(setup: ChildSetup, job_fd: int, result_fd: int) -> NoReturn:
@@ -59,7 +59,8 @@ def child_entry(setup: ChildSetup, job_fd: int, result_fd: int) -> NoReturn:
     prepared = prepare(setup)
     link = ZygoteLink(job_fd, result_fd)
     try:
-        link.send(READY)
+        full = prepared.error is not None and classify_exception(prepared.error) == ErrorType.OOM
+        link.send(NOT_READY if full else READY)
         message = read_message(job_fd)
     except Exception:  # noqa: BLE001 - a broken pipe from the zygote
         message = None

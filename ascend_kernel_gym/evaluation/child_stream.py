@@ -17,6 +17,7 @@ from typing import Any
 from ascend_kernel_gym.evaluation.wire import (
     HEADER,
     JOB_TAKEN,
+    NOT_READY,
     PLAN,
     QUIET,
     READY,
@@ -73,6 +74,8 @@ class Child:
     sandbox: str
     #: READY seen (or its pipe closed): it no longer starts a device context
     ready: bool = False
+    #: NOT_READY seen: its device could not be set up (the device was full); never handed a job
+    unusable: bool = False
     #: forked for a reference's job (no Triton warm-up: ready sooner)
     reference: bool = False
     #: evaluations it judged before this one (a judging reference child serves several)
@@ -170,8 +173,9 @@ class ChildStream:
                 continue
             byte = bytes(self.pending[:1])
             del self.pending[:1]
-            if byte == READY:
+            if byte in (READY, NOT_READY):
                 self.child.ready = True
+                self.child.unusable = byte == NOT_READY
             elif byte == JOB_TAKEN:
                 self.taken = True
                 self.progress_at = time.perf_counter()

@@ -36,6 +36,11 @@ from typing import Any
 
 HEADER = struct.Struct("<Q")
 READY = b"R"
+#: a child forked ahead of its job (a spare) could not set its device up because the device was
+#: full, its neighbours' doing: the zygote forks a fresh child for the job instead of handing it
+#: one that can only fail (an evaluation run alone after an out-of-memory once got such a spare
+#: and ended as the harness's error, eight workers on an H100, 2026-12-06)
+NOT_READY = b"N"
 JOB_TAKEN = b"J"
 QUIET = b"Q"
 GO = b"G"

@@ -66,6 +66,7 @@ from ascend_kernel_gym.evaluation.wire import (
     JUDGE_MAX_JOBS,
     JUDGE_MODES,
     LEASE_EXTRA_MAX_S,
+    NOT_READY,
     OUTPUT_FILENAME,
     PROBE,
     QUIET_MAX_S,
@@ -270,19 +271,33 @@ class Zygote:
         return Child(pid, job_write, result_read, sandbox, reference=reference, output_fd=output_fd)
 
     def _take_spare(self, reference: bool = False) -> Child | None:
-        """A spare forked for the role (``reference`` or the candidate's) that is still alive."""
+        """A spare forked for the role (``reference`` or the candidate's) that is still alive and
+        whose device could be set up (a spare still setting up is taken as it is)."""
         while True:
             spare = next((child for child in self.spares if child.reference == reference), None)
             if spare is None:
                 return None
             self.spares.remove(spare)
+            if not spare.ready and spare.result_fd >= 0 and select.select([spare.result_fd], [], [], 0)[0]:
+                self._read_readiness(spare)
             try:
                 done, _ = os.waitpid(spare.pid, os.WNOHANG)
             except ChildProcessError:
                 done = spare.pid
-            if not done:
+            if not done and not spare.unusable:
                 return spare
-            self._discard(spare, reaped=True)  # it died while waiting (it never had a job)
+            # It died while waiting (it never had a job), or its device was full when it set up.
+            self._discard(spare, reaped=bool(done))
+
+    @staticmethod
+    def _read_readiness(spare: Child) -> None:
+        """Read a spare's READY or NOT_READY (or see its pipe closed): either way it starts no
+        context now."""
+        spare.ready = True
+        try:
+            spare.unusable = os.read(spare.result_fd, 1) == NOT_READY
+        except OSError:
+            pass
 
     def _send(self, child: Child, message: dict[str, Any], deadline: float) -> bool:
         """Hand ``child`` its job; False if it died first or would not take it before ``deadline``."""
@@ -605,8 +620,7 @@ class Zygote:
                 time.sleep(0.005)
             for spare in spares:
                 if spare.result_fd in ready:
-                    spare.ready = True  # READY, or its pipe closed: either way it starts no context now
-                    os.read(spare.result_fd, 1)
+                    self._read_readiness(spare)
             poll_memory = bool(rss_limit) and now - last_poll > RSS_POLL_S
             if ref_open and reference is not None:
                 limit = rss_limit if poll_memory else 0

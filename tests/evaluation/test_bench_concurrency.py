@@ -122,7 +122,8 @@ def test_load_is_split_by_the_spans_it_falls_in() -> None:
     summary = host_load.load_summary(samples, 0.0, 3.0, [(1.0, 2.0)])  # the last sample is past the window
     assert summary["all"]["samples"] == 3 and summary["all"]["cpu"] == 0.5
     assert summary["in_spans"] == {
-        "samples": 1, "cpu_s_by_name": {}, "cpu": 0.5, "running": 2.0, "gpu": 20.0, "gpu_mem_gib": None,
+        "samples": 1, "cpu_s_by_name": {}, "gpu_s_by_name": {}, "cpu": 0.5, "running": 2.0, "gpu": 20.0,
+        "gpu_mem_gib": None,
     }  # fmt: skip
     samples[1]["cpu_s_by_name"] = {"akg-candidate": 0.2, "python": 0.05}
     samples[2]["cpu_s_by_name"] = {"akg-candidate": 0.1}

@@ -7,6 +7,7 @@ import glob
 import json
 import os
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from ascend_kernel_gym.evaluation import ErrorType, EvalRequest, Evaluator
 from ascend_kernel_gym.evaluation import zygote as zygote_module
 from ascend_kernel_gym.evaluation.child_stream import Child, ChildStream, read_output_tail
 from ascend_kernel_gym.evaluation.verdict import final_reply
-from ascend_kernel_gym.evaluation.wire import HEADER, JOB_TAKEN, QUIET, READY, RESULT, TIMED, encode_result
+from ascend_kernel_gym.evaluation.wire import HEADER, JOB_TAKEN, NOT_READY, QUIET, READY, RESULT, TIMED, encode_result
 from ascend_kernel_gym.evaluation.zygote import Zygote
 from ascend_kernel_gym.tasks import get_task
 
@@ -263,6 +264,75 @@ def test_spares_are_forked_for_their_role_and_taken_by_it(tmp_path, monkeypatch)
             sleeper.kill()
             sleeper.wait()
         os.rmdir(zygote.root)
+
+
+def test_a_spare_whose_device_was_full_is_never_handed_a_job(tmp_path) -> None:
+    import subprocess
+
+    zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
+    sleepers, pipes = [], []
+    try:
+        for byte in (NOT_READY, READY):
+            read_fd, write_fd = os.pipe()
+            os.write(write_fd, byte)  # what the spare said once it had set up (or failed to)
+            pipes.append(write_fd)
+            sleepers.append(subprocess.Popen(["sleep", "60"]))  # alive, waiting for its job
+            sandbox = tempfile.mkdtemp(dir=tmp_path)
+            zygote.spares.append(Child(pid=sleepers[-1].pid, job_fd=-1, result_fd=read_fd, sandbox=sandbox))
+        full, fine = zygote.spares
+        taken = zygote._take_spare()
+        assert taken is fine and taken.ready and not taken.unusable
+        assert full.unusable and full.pid in zygote.exiting and not os.path.exists(full.sandbox)  # killed, removed
+        assert zygote._take_spare() is None  # a fresh child is forked for the job instead
+        # a spare taken before the zygote read its byte is handed its job only after the byte says it can
+        read_fd, write_fd = os.pipe()
+        os.write(write_fd, NOT_READY)
+        pipes.append(write_fd)
+        sleepers.append(subprocess.Popen(["sleep", "60"]))
+        zygote.spares.append(Child(pid=sleepers[-1].pid, job_fd=-1, result_fd=read_fd, sandbox=""))
+        assert zygote._take_spare() is None
+    finally:
+        for fd in pipes:
+            os.close(fd)
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
+        zygote.spares = []
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [(None, READY), (RuntimeError("CUDA error: out of memory"), NOT_READY), (RuntimeError("no driver"), READY)],
+)
+def test_a_forked_child_says_whether_its_device_could_be_set_up(monkeypatch, tmp_path, error, said) -> None:
+    from ascend_kernel_gym.evaluation import child as child_module
+    from ascend_kernel_gym.evaluation.process import ChildSetup, Prepared
+
+    # only a full device makes a spare unusable; any other failure is reported when its job comes
+    monkeypatch.setattr(child_module, "prepare", lambda setup: Prepared(error=error))
+    job_read, job_write = os.pipe()
+    result_read, result_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(job_write)
+            os.close(result_read)
+            child_module.child_entry(ChildSetup(str(tmp_path), "interpreter", None, 1), job_read, result_write)
+        finally:
+            os._exit(70)
+    os.close(job_read)
+    os.close(result_write)
+    assert os.read(result_read, 1) == said
+    os.close(job_write)  # no job: it ends quietly
+    assert os.waitpid(pid, 0)[1] == 0
+    os.close(result_read)
+
+
+def test_a_not_ready_byte_in_a_childs_stream_marks_it_unusable_not_garbled() -> None:
+    child = Child(pid=1, job_fd=-1, result_fd=-1, sandbox="")
+    stream = ChildStream(child, "t")
+    stream.feed(NOT_READY + JOB_TAKEN)
+    assert child.ready and child.unusable and stream.taken and not stream.garbled
 
 
 def test_without_prefork_no_child_waits(relu_task, relu_solution, tmp_path) -> None:
