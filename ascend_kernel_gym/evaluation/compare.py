@@ -267,7 +267,10 @@ GAP_CHUNK = 1 << 22
 def _finite_gaps(ref: Any, other: Any, wanted: Callable[[torch.Tensor], bool]) -> list[torch.Tensor | None] | None:
     """``|ref - other|`` in float32 per tensor of ``ref`` that ``wanted`` picks (0 where either side
     is not finite; ``None`` for the others), on ``ref``'s device; ``None`` when the structures differ.
-    Computed in float64, :data:`GAP_CHUNK` elements at a time."""
+    Computed :data:`GAP_CHUNK` elements at a time, in float32 unless a side is float64: a
+    subtraction rounds correctly, so the difference of two values float32 holds is the float64
+    difference rounded to float32, at half the memory traffic (the judge's plan computes these
+    for every varied trial, four times)."""
     try:
         pairs = flatten_outputs(other, ref)
     except OutputCheckError:
@@ -280,9 +283,10 @@ def _finite_gaps(ref: Any, other: Any, wanted: Callable[[torch.Tensor], bool]) -
         flat_a = _TENSOR.reshape(base, -1)
         flat_b = _TENSOR.reshape(_TENSOR.to(second, device=base.device), -1)
         err = torch.empty(flat_a.numel(), dtype=torch.float32, device=base.device)
+        work = torch.float64 if torch.float64 in (base.dtype, second.dtype) else torch.float32
         for start in range(0, flat_a.numel(), GAP_CHUNK):
-            a = _TENSOR.to(flat_a[start : start + GAP_CHUNK], torch.float64)
-            b = _TENSOR.to(flat_b[start : start + GAP_CHUNK], torch.float64)
+            a = _TENSOR.to(flat_a[start : start + GAP_CHUNK], work)
+            b = _TENSOR.to(flat_b[start : start + GAP_CHUNK], work)
             gap = (a - b).abs_().masked_fill_(~(torch.isfinite(a) & torch.isfinite(b)), 0.0)
             err[start : start + GAP_CHUNK] = gap
         gaps.append(_TENSOR.reshape(err, base.shape))

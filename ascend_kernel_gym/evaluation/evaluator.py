@@ -596,6 +596,8 @@ class Evaluator:
         book = self._memory_book
         asked = time.perf_counter()
         need = book.need(job.task, job.profile)
+        if job.device_share < 1.0:  # the judge's share of the reservation, idle while it times
+            job.keep_device_bytes = book.idle_in_timing(job.task, job.profile)
         handle, queued_for_memory = self._queue.take(self._weight(job.task, job.profile, job.code, need), need)
         taken = time.perf_counter()
         gate = self._gates[handle.device_index or 0]

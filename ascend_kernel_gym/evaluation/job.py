@@ -45,6 +45,10 @@ class Job:
     #: 1 / the workers sharing the device (eight workers on an 80 GB H100 each planning with a
     #: quarter of the free memory left neighbours' references without any, 2026-12-05)
     device_share: float = 1.0
+    #: device bytes the evaluation's reservation on a shared device holds idle during its timing
+    #: stage (its judge let go of the reference's outputs by then: :meth:`.memory_book.MemoryBook.idle_in_timing`),
+    #: which the checked rounds' output copies may take (:class:`.timing_stage.KeptOutputs`); 0: none known
+    keep_device_bytes: int = 0
     #: the verdict comes from the judge in the zygote (set by the zygote: the interpreter backend);
     #: otherwise the child judges in its own process (device backends, stand-alone children)
     judge_in_zygote: bool = False

@@ -141,6 +141,8 @@ class MemoryBook:
         self._needs: dict[str, deque[int]] = {}
         self._early: dict[str, deque[int]] = {}
         self._ratios: dict[str, float] = {}
+        #: per task: the judging reference child's peaks of its last evaluations that reached timing
+        self._judging: dict[str, deque[int]] = {}
 
     def need(self, task: Task, profile: str) -> int | None:
         """The bytes an evaluation of ``task`` is expected to take on the device, or None if unknown."""
@@ -168,9 +170,21 @@ class MemoryBook:
                 self._early.setdefault(key, deque(maxlen=WINDOW)).append(need)
                 return
             self._needs.setdefault(key, deque(maxlen=WINDOW)).append(need)
+            judging = (result.device_memory_mb or {}).get("reference_judging")
+            if isinstance(judging, (int, float)) and not isinstance(judging, bool) and judging > 0:
+                self._judging.setdefault(key, deque(maxlen=WINDOW)).append(int(judging * MIB))
             if size is not None and size >= RATIO_MIN_BYTES:
                 ratio = (max(self._needs[key]) - 2 * CONTEXT_BYTES) / size
                 self._ratios[key] = min(RATIO_BOUNDS[1], max(RATIO_BOUNDS[0], ratio))
+
+    def idle_in_timing(self, task: Task, profile: str) -> int:
+        """Bytes of an evaluation's reservation that sit idle while it times: its judging child's
+        peak, which the need counts with the correctness trials, while the judge lets go of the
+        reference's outputs once every trial passed (the least of the task's recent evaluations;
+        0 until one reached the timing stage)."""
+        with self._lock:
+            seen = self._judging.get(task_key(task, profile))
+            return min(seen) if seen else 0
 
     def _ratio(self) -> float:
         if len(self._ratios) < RATIO_MIN_TASKS:

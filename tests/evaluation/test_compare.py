@@ -207,6 +207,30 @@ def test_gaps_computed_in_pieces_equal_the_whole_computation(monkeypatch) -> Non
     assert float(pieces[0][3, 4]) == 0.0 and float(pieces[0][5, 6]) == 0.0
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_gaps_in_float32_equal_the_float64_difference_rounded(dtype) -> None:
+    from ascend_kernel_gym.evaluation.compare import rounding_moves
+
+    gen = torch.Generator().manual_seed(11)
+    scale = torch.logspace(-20, 20, 4096).to(torch.float32)  # wide magnitudes, values near each other and not
+    ref = (torch.randn(4096, generator=gen) * scale).to(dtype)
+    moved = (ref.float() * (1 + torch.randn(4096, generator=gen) * 1e-3)).to(dtype)
+    moved[::7] = (torch.randn(586, generator=gen) * 1e30).to(dtype)  # far away (overflowing float16)
+    gaps = rounding_moves(ref, moved)
+    both = torch.isfinite(ref.double()) & torch.isfinite(moved.double())
+    exact = torch.where(both, (ref.double() - moved.double()).abs(), torch.zeros((), dtype=torch.float64)).float()
+    assert gaps is not None and torch.equal(gaps[0], exact)
+
+
+def test_gaps_of_float64_outputs_keep_float64_precision() -> None:
+    from ascend_kernel_gym.evaluation.compare import rounding_moves
+
+    ref = torch.tensor([1.0, 1e10], dtype=torch.float64)
+    moved = ref + torch.tensor([1e-12, 1e-3], dtype=torch.float64)  # lost if each side were made float32 first
+    gaps = rounding_moves(ref, moved)
+    assert gaps is not None and gaps[0].dtype == torch.float32 and bool((gaps[0] > 0).all())
+
+
 def _whole_tensor_comparison(cand, ref, atol, rtol, slack=None):
     """The comparison's statistics computed on the whole tensors at once (an oracle for the pieces)."""
     c, r = cand.double(), ref.double()

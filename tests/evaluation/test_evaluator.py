@@ -230,6 +230,32 @@ def test_a_task_is_admitted_with_the_memory_its_last_evaluations_took(relu_task,
     assert asked == [prior, 8000 * MIB + 2 * CONTEXT_BYTES]
 
 
+def test_a_shared_device_job_may_keep_copies_in_what_its_judge_left_idle(relu_task, relu_solution, monkeypatch) -> None:
+    import ascend_kernel_gym.evaluation.evaluator as evaluator_module
+
+    ev = _two_worker_evaluator(FakeWorkerRuns(set(), together=1))
+    jobs = []
+
+    def measured(handle, job, timeout, base):
+        jobs.append((job.device_share, job.keep_device_bytes))
+        result = EvalResult.from_dict(base.to_dict())
+        result.correct, result.stage = True, Stage.DONE
+        result.device_memory_mb = {"candidate": 3000.0, "reference": 5000.0, "reference_judging": 1500.0}
+        return result
+
+    ev._run_on = measured
+    try:
+        ev.evaluate(EvalRequest(task=relu_task, code=relu_solution))
+        ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# another\n"))
+        monkeypatch.setattr(evaluator_module, "device_share", lambda backend, workers: 0.5)  # a device, shared
+        ev.evaluate(EvalRequest(task=relu_task, code=relu_solution + "\n# shared\n"))
+    finally:
+        ev.close()
+    # the interpreter's "device" is the host, not shared: nothing kept there; shared: the judge's
+    # peak of the task's last evaluations
+    assert jobs == [(1.0, 0), (1.0, 0), (0.5, 1500 * MIB)]
+
+
 def test_a_timing_budget_reaches_the_job_and_the_cache_key(relu_task, relu_solution) -> None:
     for bad in (0, -1.0, float("nan"), float("inf"), "2", True):
         with pytest.raises(ValueError, match="profile_budget_s"):

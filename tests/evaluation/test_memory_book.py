@@ -127,3 +127,23 @@ def test_evaluations_that_ended_early_do_not_lower_the_need() -> None:
     unsized = _task("c", None)
     book.observe(unsized, "full", _result(100.0, 400.0, Stage.COMPILE))
     assert book.need(unsized, "full") == 500 * MIB + 2 * CONTEXT_BYTES
+
+
+def test_what_the_judge_holds_during_the_trials_is_idle_while_the_evaluation_times() -> None:
+    book, task = MemoryBook(), _task("a", 64 * MIB)
+    assert book.idle_in_timing(task, "full") == 0  # nothing measured: nothing known idle
+
+    def judged(judging_mb: float, stage: Stage = Stage.DONE) -> EvalResult:
+        result = _result(3000.0, 5000.0, stage)
+        result.device_memory_mb |= {"reference_plan": 5000.0, "reference_judging": judging_mb}
+        return result
+
+    book.observe(task, "full", judged(4000.0, Stage.CORRECTNESS))  # it never timed: says nothing
+    assert book.idle_in_timing(task, "full") == 0
+    for judging in (4000.0, 2500.0, 3000.0):
+        book.observe(task, "full", judged(judging))
+    assert book.idle_in_timing(task, "full") == 2500 * MIB  # the least of the recent ones
+    for _ in range(WINDOW):
+        book.observe(task, "full", judged(3500.0))
+    assert book.idle_in_timing(task, "full") == 3500 * MIB  # only the last WINDOW count
+    assert book.idle_in_timing(_task("b", 64 * MIB), "full") == 0

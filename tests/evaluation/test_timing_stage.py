@@ -78,3 +78,29 @@ def test_the_slack_is_asked_for_only_when_the_plain_tolerance_refuses() -> None:
     assert len(asked) == 1
     assert not matches_reference(ref + 0.1, ref, 1e-4, 1e-4, slack_of(None))  # no slack: refused
     assert not matches_reference(ref + 2.0, ref, 1e-4, 1e-4, slack_of(0.5))  # beyond it: refused
+
+
+def test_copies_are_kept_in_what_the_judge_left_idle_less_what_the_timing_stage_holds_more(monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from ascend_kernel_gym.evaluation import placement, timing_stage
+    from ascend_kernel_gym.evaluation.timing import FLUSH_BYTES
+
+    gib = 1 << 30
+    monkeypatch.setattr(placement, "free_memory", lambda device: 40 * gib)
+    monkeypatch.setattr(timing_stage, "_reserved_bytes", lambda device: 3 * gib)
+
+    def state(keep: int, correctness: int | None) -> SimpleNamespace:
+        job = SimpleNamespace(device_share=0.125, keep_device_bytes=keep, memory_mb=0)
+        phases = {} if correctness is None else {"correctness": correctness}
+        return SimpleNamespace(job=job, start_rss=0, memory_phases=phases)
+
+    device = torch.device("cpu")
+    rule = int(timing_stage.KEEP_DEVICE_SHARE * 40 * gib * 0.125)  # half a GiB: the share of the free memory
+    assert KeptOutputs.for_stage(state(0, 2 * gib), device, 0.0).device_bytes == rule
+    # the judge's 4 GiB, less the 1 GiB and the flush buffer this child holds beyond its trials' peak
+    kept = KeptOutputs.for_stage(state(4 * gib, 2 * gib), device, 0.0).device_bytes
+    assert kept == 3 * gib - FLUSH_BYTES
+    assert KeptOutputs.for_stage(state(4 * gib, 8 * gib), device, 0.0).device_bytes == 4 * gib  # holds less now
+    assert KeptOutputs.for_stage(state(100 * gib, 8 * gib), device, 0.0).device_bytes == 20 * gib  # half the free
+    assert KeptOutputs.for_stage(state(gib, None), device, 0.0).device_bytes == rule  # nothing idle left: the rule
