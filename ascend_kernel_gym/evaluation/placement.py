@@ -5,7 +5,7 @@ PyTorch's strided transpose copy ran 1.836 to 1.903 ms on inputs 512 B to 3 MB a
 allocation, and the buffers a process allocates one after another tend to share one level, which
 moved from one process to the next. Timing every call on the same few buffers therefore gives a
 speedup that depends on the buffers a child happened to get. :class:`InputArena` gives each
-model one allocation (its inputs plus up to ``MAX_ARENA_SLACK`` bytes of slack) and, before
+model one allocation (its inputs plus ``MIN_ARENA_SLACK`` to ``MAX_ARENA_SLACK`` bytes of slack) and, before
 every timed call, copies the call's input set to a fresh random place in it (tensors in random
 order, with random gaps, each start a multiple of ``PLACEMENT_ALIGN``), so an evaluation's time
 averages over as many input places as it has timed calls. The last ``output_ring`` outputs are
@@ -43,6 +43,11 @@ from ascend_kernel_gym.evaluation.inputs import clone_inputs, copy_into
 PLACEMENT_ALIGN = 512
 #: the most slack an arena gets beyond its inputs (less when device memory is short)
 MAX_ARENA_SLACK = 2 << 30
+#: the least slack an arena gets, however short device memory is: with none, every call of an
+#: evaluation used the one place its allocation happened to get, and the reference transpose's
+#: speedup moved by up to 26 % between evaluations at eight workers on an H100 (their share of a
+#: busy device's free memory held the inputs and one output, nothing more; 2026-12-06)
+MIN_ARENA_SLACK = 64 << 20
 #: slack when the device's free memory cannot be queried (and on the CPU)
 DEFAULT_ARENA_SLACK = 64 << 20
 #: the most outputs a model keeps alive in the timing stage
@@ -212,7 +217,9 @@ def _first_device(values: list[Any]) -> torch.device | None:
 
 
 def timing_memory(sets: list[list[Any]], outputs: Any, device: torch.device, share: float) -> tuple[int, int]:
-    """``(output_ring, slack)`` for each of the two models' arenas, within ``share`` of free memory.
+    """``(output_ring, slack)`` for each of the two models' arenas, within ``share`` of free memory,
+    the slack never below :data:`MIN_ARENA_SLACK` (the ring shrinks first; past one output the
+    arenas take the minimum whatever the share).
 
     Without a memory query (CPU, a device without ``mem_get_info``) the defaults are used.
     """
@@ -225,9 +232,9 @@ def timing_memory(sets: list[list[Any]], outputs: Any, device: torch.device, sha
     per_model = share * free / 2
     for ring in (MAX_OUTPUT_RING, 4, 2, 1):
         left = per_model - inputs - ring * out_bytes
-        if left >= 0:
+        if left >= MIN_ARENA_SLACK:
             return ring, int(min(MAX_ARENA_SLACK, left)) // PLACEMENT_ALIGN * PLACEMENT_ALIGN
-    return 1, 0
+    return 1, MIN_ARENA_SLACK
 
 
 def free_memory(device: torch.device) -> int | None:

@@ -134,22 +134,23 @@ def test_timing_memory_shrinks_to_fit_device_memory(monkeypatch) -> None:
     monkeypatch.setattr(torch, "fakedev", FakeDevice, raising=False)
     device = type("D", (), {"type": "fakedev"})()
     mib = 1 << 20
+    least = placement.MIN_ARENA_SLACK // mib
     # a quarter of the free memory for two models: each model may use free / 8
     cases = [
         (8 * 1 << 40, (8, placement.MAX_ARENA_SLACK)),  # plenty: the slack is capped
-        (8 * 20 * mib, (8, 11 * mib)),  # 20 MiB each: 1 in + 8 out, 11 left
-        (8 * 9 * mib, (8, 0)),
-        (8 * 8 * mib, (4, 3 * mib)),
-        (8 * 2 * mib, (1, 0)),
-        (8 * 1 * mib, (1, 0)),
+        (8 * (least + 20) * mib, (8, (least + 11) * mib)),  # 1 in + 8 out, the rest is slack
+        (8 * (least + 9) * mib, (8, least * mib)),
+        (8 * (least + 8) * mib, (4, (least + 3) * mib)),  # the ring shrinks before the slack does
+        (8 * (least + 4) * mib, (2, (least + 1) * mib)),
+        (8 * (least + 2) * mib, (1, least * mib)),
+        (8 * 2 * mib, (1, least * mib)),  # short: the least slack all the same
+        (0, (1, least * mib)),
     ]
     for free, (expected_ring, expected_slack) in cases:
         FakeDevice.free = free
         ring, slack = placement.timing_memory(sets, out, device, 0.25)
         assert (ring, slack) == (expected_ring, expected_slack), free
         assert slack % PLACEMENT_ALIGN == 0
-    FakeDevice.free = 8 * mib - 1  # not even the inputs and one output: no slack
-    assert placement.timing_memory(sets, out, device, 0.25) == (1, 0)
 
 
 def test_local_memory_moves_only_on_cuda() -> None:
