@@ -12,7 +12,9 @@ per minute (requests / the burst's wall time), latency p50 / p95 (each evaluatio
 ``total`` time, waits for a worker and for the device lease included), verdicts against the
 baseline run (the lowest concurrency, first order), and for every task correct in
 both runs the relative difference of its speedup to the baseline's: the maximum, the median and
-the tasks beyond 3 %. The baseline's repeat at the same concurrency in the other order is the
+the tasks beyond 3 %; and the load of the host's CPUs and of the GPU, inside and outside the
+timed calls, with CPU and GPU seconds per process name (``host_load.py``). The baseline's repeat
+at the same concurrency in the other order is the
 noise floor (two W=1 runs agreed within 3.4 % in issue 24). With ``--bursts N`` each run above
 one worker per device sends the burst N times through its evaluator, a record each: from the
 second on, the evaluator knows the tasks' memory needs and times (an RL run's evaluator does from

@@ -170,3 +170,30 @@ def test_ray_overhead_bench_arguments() -> None:
     assert (args.copies, args.bursts, args.workers) == (1, 2, 2)
     requests = bench.requests_for(["core/L1/relu"], 2, burst=0, trials=1)
     assert len({r.code for r in requests}) == 2 and all(r.num_trials == 1 for r in requests)
+
+
+def test_gpu_seconds_are_averaged_over_nvmls_samples_per_process_name(monkeypatch) -> None:
+    host_load = _load("host_load")
+    names = {11: "akg-candidate", 12: "akg-reference", 13: "akg-candidate"}
+    monkeypatch.setattr(host_load, "_name_of", lambda pid: names.get(pid, "(exited)"))
+    rows = [(11, 100, 60), (12, 100, 30), (11, 200, 80), (13, 200, 20), (12, 50, 99)]  # (pid, time, SM %)
+
+    class FakeNvml:
+        def nvmlDeviceGetProcessUtilization(self, handle, samples, count, since):
+            kept = [r for r in rows if r[1] > since.value]
+            if samples is None:
+                count._obj.value = len(rows)
+                return 7  # NVML_ERROR_INSUFFICIENT_SIZE
+            for i, (pid, stamp, sm) in enumerate(rows):  # NVML hands back older samples too
+                samples[i].pid, samples[i].timeStamp, samples[i].smUtil = pid, stamp, sm
+            count._obj.value = len(rows)
+            return 0 if kept else 6
+
+    gpu = host_load._Gpu.__new__(host_load._Gpu)
+    gpu.lib, gpu.handle = FakeNvml(), None
+    shares, newest = gpu.by_process(60)  # the sample at 50 is older: left out
+    assert newest == 200
+    # two sample times: the candidates' (60 + 80 + 20) / 2, the reference's 30 / 2
+    assert shares == {"akg-candidate": 80.0, "akg-reference": 15.0}
+    rows.clear()
+    assert gpu.by_process(200) == ({}, 200)
