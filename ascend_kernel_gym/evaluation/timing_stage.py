@@ -7,7 +7,8 @@ calls), counts side-stream launches, asks for the device's lease and records the
 
 The checked and audited rounds' outputs are compared with the reference's once the timed calls
 are over and the lease is given back (:class:`KeptOutputs`): each copy is kept in device memory
-while it fits the evaluation's share, else in host memory while it fits the child's allowance and
+while it fits the evaluation's share (on a shared device, also what its judge left idle), else in
+host memory while it fits the child's allowance and
 copying costs the lease less than checking, else compared at once, inside the lease. The
 comparison asks for the reference's rounding slack only when the plain tolerance refuses the
 output (the slack only widens it), so a correct output costs one reference call per check.
