@@ -1,6 +1,6 @@
 """How busy the host's CPUs and the GPU were during a bench run, inside and outside given spans.
 
-:class:`LoadSampler` samples, every ``period_s`` seconds on a thread of its own: the share of
+:class:`LoadSampler` samples, every ``period_s`` seconds from a process of its own: the share of
 the host's CPU time that was busy since the last sample (``/proc/stat``), the processes ready to
 run (``procs_running``) and, where NVML loads, the GPU's utilisation (the share of the last
 sample period in which a kernel ran) and its used memory. :func:`load_summary` averages the
@@ -22,29 +22,24 @@ from collections.abc import Callable
 from typing import Any
 
 
-def _cpu_times() -> tuple[int, int] | None:
-    """(busy, total) jiffies of all CPUs since boot, or None off Linux."""
+def _proc_stat() -> tuple[tuple[int, int] | None, int | None]:
+    """From one read of ``/proc/stat``: (busy, total) jiffies of all CPUs since boot, and the
+    processes ready to run; None for what cannot be read (off Linux)."""
     try:
         with open("/proc/stat") as f:
-            fields = f.readline().split()
+            lines = f.read().splitlines()
     except OSError:
-        return None
-    if not fields or fields[0] != "cpu":
-        return None
-    values = [int(v) for v in fields[1:]]
-    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
-    return sum(values) - idle, sum(values)
-
-
-def _procs_running() -> int | None:
-    try:
-        with open("/proc/stat") as f:
-            for line in f:
-                if line.startswith("procs_running"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
+        return None, None
+    times, running = None, None
+    for line in lines:
+        fields = line.split()
+        if fields and fields[0] == "cpu":
+            values = [int(v) for v in fields[1:]]
+            idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+            times = (sum(values) - idle, sum(values))
+        elif fields and fields[0] == "procs_running":
+            running = int(fields[1])
+    return times, running
 
 
 _TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
@@ -110,9 +105,10 @@ class _Gpu:
             return
         self.lib = lib
 
-    def by_process(self, since_us: int) -> tuple[dict[str, float], int]:
+    def by_process(self, since_us: int, known: dict[int, str] | None = None) -> tuple[dict[str, float], int]:
         """Each process name's mean SM utilisation (percent) over NVML's samples newer than
-        ``since_us`` (its clock), and the newest sample's time; ``({}, since_us)`` when none."""
+        ``since_us`` (its clock), and the newest sample's time; ``({}, since_us)`` when none.
+        ``known``: process names by pid already read (others are read from ``/proc``)."""
         if self.lib is None:
             return {}, since_us
         count = ctypes.c_uint(0)
@@ -131,7 +127,7 @@ class _Gpu:
         stamps = {s.timeStamp for s in taken}
         names: dict[str, float] = {}
         for s in taken:
-            name = _name_of(s.pid)
+            name = (known or {}).get(s.pid) or _name_of(s.pid)
             names[name] = names.get(name, 0.0) + s.smUtil
         return {name: total / len(stamps) for name, total in names.items()}, max(stamps)
 
@@ -163,7 +159,7 @@ class LoadSampler:
         if period_s <= 0:
             raise ValueError(f"period_s must be positive, got {period_s}")
         self.period_s = period_s
-        #: also sum each period's CPU seconds by process name (``cpu_s_by_name``)
+        #: also sum each period's CPU and GPU seconds by process name (``cpu_s_by_name``, ``gpu_s_by_name``)
         self.by_name = by_name
         self.gpu_index = gpu_index
         self.samples: list[dict[str, Any]] = []
@@ -199,21 +195,21 @@ def sample_forever(period_s: float, gpu_index: int, by_name: bool, write: Callab
     """Write a sample (a JSON line, see :class:`LoadSampler`) every ``period_s`` seconds."""
     gpu = _Gpu(gpu_index)
     stamp = 0
-    last = _cpu_times()
+    last, _ = _proc_stat()
     seen = _cpu_by_process() if by_name else {}
     next_at = time.perf_counter() + period_s
     write(json.dumps({"sampling": True}) + "\n")
     while True:
         time.sleep(max(0.0, next_at - time.perf_counter()))
         next_at += period_s
-        now = _cpu_times()
+        now, running = _proc_stat()
         cpu = None
         if last is not None and now is not None and now[1] > last[1]:
             cpu = (now[0] - last[0]) / (now[1] - last[1])
         last = now
         busy, used = gpu.read()
         sample: dict[str, Any] = {
-            "t": time.perf_counter(), "cpu": cpu, "running": _procs_running(), "gpu": busy, "gpu_mem_gib": used,
+            "t": time.perf_counter(), "cpu": cpu, "running": running, "gpu": busy, "gpu_mem_gib": used,
         }  # fmt: skip
         if by_name:
             current = _cpu_by_process()
@@ -227,7 +223,7 @@ def sample_forever(period_s: float, gpu_index: int, by_name: bool, write: Callab
             seen = current
             sample["cpu_s_by_name"] = names
             if gpu.lib is not None:
-                shares, stamp = gpu.by_process(stamp)
+                shares, stamp = gpu.by_process(stamp, {pid: name for pid, (name, _) in current.items()})
                 sample["gpu_s_by_name"] = {name: round(pct / 100 * period_s, 4) for name, pct in shares.items()}
         write(json.dumps(sample) + "\n")
 

@@ -84,6 +84,11 @@ class Child:
     #: printed output is read through it, never by path (a candidate can put a link there)
     output_fd: int = -1
 
+    def mark_ready(self, byte: bytes) -> None:
+        """The child said READY or NOT_READY (or its pipe closed: ``b""``): it starts no context now."""
+        self.ready = True
+        self.unusable = byte == NOT_READY
+
 
 def harness_failure(message: str, timeout: bool = False, oom: bool = False) -> Any:
     from ascend_kernel_gym.evaluation.errors import StageError
@@ -174,8 +179,7 @@ class ChildStream:
             byte = bytes(self.pending[:1])
             del self.pending[:1]
             if byte in (READY, NOT_READY):
-                self.child.ready = True
-                self.child.unusable = byte == NOT_READY
+                self.child.mark_ready(byte)
             elif byte == JOB_TAKEN:
                 self.taken = True
                 self.progress_at = time.perf_counter()

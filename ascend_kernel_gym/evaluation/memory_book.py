@@ -78,6 +78,15 @@ def task_bytes(task: Task, profile: str) -> int | None:
     return elements * DTYPE_BYTES.get(TORCH_DTYPES.get(task.dtype, ""), 4)
 
 
+def _mib(result: EvalResult, key: str) -> float | None:
+    """``result.device_memory_mb[key]`` where it is a number of MiB (not negative), else None."""
+    memory = result.device_memory_mb if isinstance(result.device_memory_mb, dict) else {}
+    value = memory.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None
+
+
 def measured_need(result: EvalResult) -> int | None:
     """The device memory ``result``'s evaluation took (its processes' peaks and contexts), or None.
 
@@ -89,23 +98,15 @@ def measured_need(result: EvalResult) -> int | None:
     of the three phases' sums; otherwise (an older judge, or a report cut short) the sum of the
     two peaks, which assumes they coincide.
     """
-    memory = result.device_memory_mb if isinstance(result.device_memory_mb, dict) else {}
-
-    def reading(key: str) -> float | None:
-        value = memory.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
-            return float(value)
-        return None
-
-    candidate, reference = reading("candidate"), reading("reference")
-    phases = {phase: reading(f"candidate_{phase}") for phase in CANDIDATE_PHASES}
+    candidate, reference = _mib(result, "candidate"), _mib(result, "reference")
+    phases = {phase: _mib(result, f"candidate_{phase}") for phase in CANDIDATE_PHASES}
     if candidate is None and reference is None:
         return None
     if phases["compile"] is None:
         peak = (candidate or 0.0) + (reference or 0.0)
     else:
-        plan = reading("reference_plan")
-        judging = reading("reference_judging")
+        plan = _mib(result, "reference_plan")
+        judging = _mib(result, "reference_judging")
         if plan is None:  # a judge that reported one peak: count it in every phase it could be in
             plan = judging = reference or 0.0
         peak = max(
@@ -170,8 +171,8 @@ class MemoryBook:
                 self._early.setdefault(key, deque(maxlen=WINDOW)).append(need)
                 return
             self._needs.setdefault(key, deque(maxlen=WINDOW)).append(need)
-            judging = (result.device_memory_mb or {}).get("reference_judging")
-            if isinstance(judging, (int, float)) and not isinstance(judging, bool) and judging > 0:
+            judging = _mib(result, "reference_judging")
+            if judging:
                 self._judging.setdefault(key, deque(maxlen=WINDOW)).append(int(judging * MIB))
             if size is not None and size >= RATIO_MIN_BYTES:
                 ratio = (max(self._needs[key]) - 2 * CONTEXT_BYTES) / size

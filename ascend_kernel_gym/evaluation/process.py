@@ -23,6 +23,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -317,17 +318,33 @@ def library_dirs(backend: str) -> tuple[str, ...]:
     return tuple(dirs)
 
 
+def _initialised_device_module(backend: str) -> Any:
+    """``torch.cuda`` / ``torch.npu`` once initialised in this process, else None."""
+    module = getattr(torch, backend, None) if backend in ("cuda", "npu") else None
+    return module if module is not None and module.is_initialized() else None
+
+
 def device_peak_bytes(backend: str, reset: bool = False) -> int | None:
     """The most device memory this process's caching allocator has reserved (since the last
     reset), or None on the CPU or before the device is initialised; ``reset``: start over."""
-    module = getattr(torch, backend, None) if backend in ("cuda", "npu") else None
     try:
-        if module is None or not module.is_initialized():
+        module = _initialised_device_module(backend)
+        if module is None:
             return None
         peak = int(module.max_memory_reserved())
         if reset:
             module.reset_peak_memory_stats()
         return peak
+    except Exception:  # noqa: BLE001 - a lost device: no reading
+        return None
+
+
+def device_reserved_bytes(backend: str) -> int | None:
+    """The device memory this process's caching allocator holds now, or None on the CPU or before
+    the device is initialised."""
+    try:
+        module = _initialised_device_module(backend)
+        return int(module.memory_reserved()) if module is not None else None
     except Exception:  # noqa: BLE001 - a lost device: no reading
         return None
 

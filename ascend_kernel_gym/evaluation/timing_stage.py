@@ -40,7 +40,7 @@ from ascend_kernel_gym.evaluation.inputs import clone_inputs, make_inputs, map_t
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.outputs import OutputCheckError, detach_copy, plain_output
 from ascend_kernel_gym.evaluation.placement import min_bytes
-from ascend_kernel_gym.evaluation.process import own_rss_bytes
+from ascend_kernel_gym.evaluation.process import device_reserved_bytes, own_rss_bytes
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.snapshot import check_snapshot
 from ascend_kernel_gym.evaluation.state import ChildState
@@ -329,7 +329,8 @@ class KeptOutputs:
             # The evaluation's reservation holds its judge's share idle now, less what this child
             # holds beyond its trials' peak (its arenas, the flush buffer): the copies then take no
             # more than the trials and the judge did together. Never more than part of the free memory.
-            held = _reserved_bytes(device) + FLUSH_BYTES - state.memory_phases.get("correctness", 0)
+            reserved = device_reserved_bytes(device.type) or 0
+            held = reserved + FLUSH_BYTES - state.memory_phases.get("correctness", 0)
             idle = state.job.keep_device_bytes - max(0, held)
             device_bytes = int(max(device_bytes, min(idle, KEEP_FREE_CAP * free)))
         # on the CPU the device's memory is the host's: nothing to gain by moving copies
@@ -384,15 +385,6 @@ def _from_host(value: Any) -> Any:
     if isinstance(value, list):
         return [_from_host(v) for v in value]
     return value
-
-
-def _reserved_bytes(device: torch.device) -> int:
-    """Bytes this process's caching allocator holds on ``device`` now (0 where it cannot say)."""
-    module = getattr(torch, device.type, None) if device.type != "cpu" else None
-    try:
-        return int(module.memory_reserved()) if module is not None else 0
-    except Exception:  # noqa: BLE001 - no reading on this device
-        return 0
 
 
 def host_allowance(memory_mb: int, start_rss: int) -> int:

@@ -66,7 +66,6 @@ from ascend_kernel_gym.evaluation.wire import (
     JUDGE_MAX_JOBS,
     JUDGE_MODES,
     LEASE_EXTRA_MAX_S,
-    NOT_READY,
     OUTPUT_FILENAME,
     PROBE,
     QUIET_MAX_S,
@@ -293,11 +292,10 @@ class Zygote:
     def _read_readiness(spare: Child) -> None:
         """Read a spare's READY or NOT_READY (or see its pipe closed): either way it starts no
         context now."""
-        spare.ready = True
         try:
-            spare.unusable = os.read(spare.result_fd, 1) == NOT_READY
+            spare.mark_ready(os.read(spare.result_fd, 1))
         except OSError:
-            pass
+            spare.mark_ready(b"")
 
     def _send(self, child: Child, message: dict[str, Any], deadline: float) -> bool:
         """Hand ``child`` its job; False if it died first or would not take it before ``deadline``."""

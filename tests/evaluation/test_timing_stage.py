@@ -88,7 +88,7 @@ def test_copies_are_kept_in_what_the_judge_left_idle_less_what_the_timing_stage_
 
     gib = 1 << 30
     monkeypatch.setattr(placement, "free_memory", lambda device: 40 * gib)
-    monkeypatch.setattr(timing_stage, "_reserved_bytes", lambda device: 3 * gib)
+    monkeypatch.setattr(timing_stage, "device_reserved_bytes", lambda backend: 3 * gib)
 
     def state(keep: int, correctness: int | None) -> SimpleNamespace:
         job = SimpleNamespace(device_share=0.125, keep_device_bytes=keep, memory_mb=0)
