@@ -72,7 +72,7 @@ def child_entry(setup: ChildSetup, job_fd: int, result_fd: int) -> NoReturn:
     waited = max(0.0, prepared.ready_at - float(message.get("sent_at", prepared.ready_at)))
     prepared.durations["waited"] = round(waited, 4)
     if message.get("role") == "reference":
-        reference_main(message["job"], result_fd, str(message.get("token", "")), prepared)
+        reference_main(message["job"], job_fd, result_fd, str(message.get("token", "")), prepared)
     if message.get("role") == "judge":
         judge_main(message["job"], job_fd, result_fd, str(message.get("token", "")), prepared)
     child_main(message["job"], result_fd, str(message.get("token", "")), prepared)

@@ -132,6 +132,8 @@ class ChildStream:
         #: the job message (the reference child's, kept for one restart) and whether it was restarted
         self.message: dict[str, Any] | None = None
         self.retried = False
+        #: a reference child with a deferred plan was told to build it (:data:`.wire.BUILD_PLAN`)
+        self.plan_started = False
         #: when the judge last answered a trial, and when the result arrived (the timing window)
         self.judged_at: float | None = None
         self.done_at: float | None = None

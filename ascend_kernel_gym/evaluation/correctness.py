@@ -316,6 +316,10 @@ def run_reference(state: ChildState, reference: Any, inputs: list[Any]) -> Any:
     return out
 
 
+#: mixed into the seed of the inputs of the first call made before the plan (no trial draws them)
+FIRST_CALL_SALT = 0x2F1C3A5B
+
+
 def run_correctness(
     state: ChildState, task_module: Any, reference: Any, candidate: Any, device: torch.device, rng: random.Random
 ) -> None:
@@ -336,6 +340,12 @@ def run_correctness(
     if state.judge is None:
         raise StageError(ErrorType.HARNESS_ERROR, "the correctness stage has no judge")
     progress = _Progress(state.link, job.backend)  # the candidate is built: the compile stage is over
+    first_call = True
+    if job.defer_plan:
+        # The reference child runs the reference only once this child asks for the plan: a
+        # candidate whose first call fails costs the device no reference run.
+        _first_call_before_plan(state, task_module, candidate, device)
+        first_call = False
     plan = state.judge.request_plan()
     # Until now the reference child built the plan next to this child's compile stage; from here it
     # holds only what it judges with (:func:`.memory_book.measured_need`).
@@ -350,7 +360,6 @@ def run_correctness(
         )
     result.warnings.extend(str(note)[:500] for note in list(plan.get("notes") or [])[:16])
     params = ParameterTrials(reference, candidate)
-    first_call = True
     cases = ShapeCases(state, device)
     taint_ignored = False  # said once in the warnings
     for index, trial in enumerate(plan["trials"]):
@@ -379,13 +388,8 @@ def run_correctness(
                 raise
             raise in_trial(failure, index, len(plan["trials"]), label) from None
         if first_call:
-            result.stage_durations["compile.first_call"] = round(time.perf_counter() - first_started, 4)
+            _compiled(state, first_started)
             first_call = False
-            # What compiling left behind is permanent from here: later collections scan only newer objects.
-            gc.collect()
-            gc.freeze()
-            result.compiled = True
-            state.stage(Stage.CORRECTNESS)
         if call.copy_taint is not None and not taint_ignored:
             taint_ignored = True
             result.warnings.append(
@@ -408,6 +412,27 @@ def run_correctness(
     params.set_for(None)  # the later stages see the model as constructed
     result.correct = True
     state.memory_phase("correctness")  # the judge lets go of the reference's outputs once all passed
+
+
+def _compiled(state: ChildState, first_started: float) -> None:
+    """The candidate's first call went through: its kernels are compiled, the correctness stage begins."""
+    state.result.stage_durations["compile.first_call"] = round(time.perf_counter() - first_started, 4)
+    # What compiling left behind is permanent from here: later collections scan only newer objects.
+    gc.collect()
+    gc.freeze()
+    state.result.compiled = True
+    state.stage(Stage.CORRECTNESS)
+
+
+def _first_call_before_plan(state: ChildState, task_module: Any, candidate: Any, device: torch.device) -> None:
+    """The candidate's first call (its kernels compile) on inputs of the task's own distribution
+    that no trial uses, with every check of a trial's call but no verdict: where the plan waits
+    for it (:attr:`.job.Job.defer_plan`). Its failures are the first call's, as in trial 1."""
+    seed = random.Random(state.job.seed).getrandbits(62) ^ FIRST_CALL_SALT
+    inputs = make_inputs(task_module, seed, "task", device)
+    started = time.perf_counter()
+    call_candidate(state, candidate, clone_inputs(inputs), True, inputs)
+    _compiled(state, started)
 
 
 class _Progress:

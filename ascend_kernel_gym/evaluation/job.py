@@ -59,6 +59,10 @@ class Job:
     #: (:mod:`.precompile`): the longest the candidate's child waits for it before importing the
     #: candidate; 0: none runs
     precompile_wait_s: float = 0.0
+    #: set by the zygote: the reference child builds the plan (the reference's runs on the device)
+    #: only once the candidate's child asks for it, after its compile stage; a candidate that
+    #: fails before then costs the device no reference run (``AKG_DEFER_REFERENCE``)
+    defer_plan: bool = False
     #: Test hook: run the timing stage on the interpreter with wall-clock timers and a small
     #: cache flush, to exercise that code without a device. Its numbers mean nothing.
     cpu_timing: bool = False

@@ -51,7 +51,16 @@ from ascend_kernel_gym.evaluation.process import Prepared, device_peak_bytes
 from ascend_kernel_gym.evaluation.reference_run import plan_or_failure
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.tensor_wire import WireError, encode_payload_parts
-from ascend_kernel_gym.evaluation.wire import HEADER, JOB_TAKEN, RESULT, frame, read_exact, read_message, write_all
+from ascend_kernel_gym.evaluation.wire import (
+    HEADER,
+    JOB_TAKEN,
+    RESULT,
+    await_plan_start,
+    frame,
+    read_exact,
+    read_message,
+    write_all,
+)
 
 
 def judge_main(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prepared) -> NoReturn:
@@ -89,7 +98,13 @@ def _free_device_memory(device: torch.device | None, collect: bool = True) -> No
 
 def _judge_one(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prepared) -> bool:
     """Build the plan and the reference's results, send the plan, judge trials until the zygote
-    ends the evaluation; True when it did so with :data:`.wire.END_OF_JOB` (another job may follow)."""
+    ends the evaluation; True when it did so with :data:`.wire.END_OF_JOB` (another job may follow).
+    A deferred plan (:attr:`.job.Job.defer_plan`) waits for the zygote's word first; an evaluation
+    that ends before it (its candidate's first call failed) leaves this child as it found it."""
+    if job.defer_plan:
+        start = await_plan_start(job_fd)
+        if start is not True:
+            return start is False
     tensors: list[torch.Tensor] = []
     header = plan_or_failure(job, prepared, tensors)
     message: dict[str, Any] = {"error": header["error"]} if "error" in header else {}

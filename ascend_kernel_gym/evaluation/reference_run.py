@@ -46,7 +46,7 @@ from ascend_kernel_gym.evaluation.reference_model import (
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.shape_trials import build_case, case_text, extra_cases
 from ascend_kernel_gym.evaluation.tensor_wire import encode_payload_parts, encode_tree
-from ascend_kernel_gym.evaluation.wire import RESULT, write_all
+from ascend_kernel_gym.evaluation.wire import RESULT, await_plan_start, write_all
 
 #: moved runs per varied trial, and the factor on the largest move (the slack it adds)
 SENSITIVITY_RUNS = 4
@@ -74,8 +74,11 @@ def plan_or_failure(job: Job, prepared: Prepared, tensors: list[torch.Tensor]) -
     return {"error": {"type": failure.error_type.value, "message": failure.message}}
 
 
-def reference_main(job: Job, result_fd: int, token: str, prepared: Prepared) -> NoReturn:
-    """Compute the plan and the reference results of ``job``, write them to ``result_fd``, exit."""
+def reference_main(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prepared) -> NoReturn:
+    """Compute the plan and the reference results of ``job``, write them to ``result_fd``, exit
+    (a deferred plan, :attr:`.job.Job.defer_plan`: once the zygote says so on ``job_fd``)."""
+    if job.defer_plan and await_plan_start(job_fd) is not True:
+        os._exit(0)  # the evaluation ended before it needed the reference
     tensors: list[torch.Tensor] = []
     header = plan_or_failure(job, prepared, tensors)
     header["token"] = token

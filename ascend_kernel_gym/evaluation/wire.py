@@ -48,6 +48,9 @@ TIMED = b"E"
 #: written to a judging reference child where its next trial would come: the evaluation is over
 #: (an empty trial header); it then waits for its next job (:mod:`.reference_judge`)
 END_OF_JOB = HEADER.pack(0)
+#: written to a reference child whose job defers its plan (:attr:`.job.Job.defer_plan`), once the
+#: candidate's child asks for the plan: a trial header no zygote writes (its length is the largest)
+BUILD_PLAN = HEADER.pack((1 << 64) - 1)
 #: the most evaluations one judging reference child serves before the zygote replaces it
 JUDGE_MAX_JOBS = 64
 #: the file in a child's sandbox that its stdout and stderr go to (the zygote opens it before the fork)
@@ -117,6 +120,16 @@ def read_message(fd: int) -> Any:
     if payload is None:
         return None
     return pickle.loads(payload)  # noqa: S301 - both ends are the harness
+
+
+def await_plan_start(fd: int) -> bool | None:
+    """In a reference child whose plan is deferred: wait on its job pipe for :data:`BUILD_PLAN`
+    (True), :data:`END_OF_JOB` (False: the evaluation ended before it needed the reference) or
+    anything else, end of file included (None: the zygote is gone or the pipe is out of step)."""
+    frame_bytes = read_exact(fd, HEADER.size)
+    if frame_bytes == BUILD_PLAN:
+        return True
+    return False if frame_bytes == END_OF_JOB else None
 
 
 def read_exact(

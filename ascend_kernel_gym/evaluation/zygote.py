@@ -59,6 +59,7 @@ from ascend_kernel_gym.evaluation.remote_judge import RemoteJudge
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.verdict import final_reply
 from ascend_kernel_gym.evaluation.wire import (
+    BUILD_PLAN,
     CONTINUE,
     DEFAULT_JUDGE,
     END_OF_JOB,
@@ -131,6 +132,10 @@ class Zygote:
         #: AKG_PRECOMPILE "1" / "0", else on where the device is shared (a job's ``device_share``
         #: below 1); alone on its device, the candidate's child would only wait for it
         self.precompile_setting = str(config.get("precompile") or "")
+        #: whether a job's reference child waits for its candidate to pass the compile stage before
+        #: it runs the reference (:attr:`.job.Job.defer_plan`): AKG_DEFER_REFERENCE "1" / "0", else
+        #: on where the device is shared; alone on its device, the plan is built next to the compile
+        self.defer_setting = str(config.get("defer_reference") or "")
         self.compile_target: dict[str, Any] | None = None
         self.pre_run: PrecompileRun | None = None
 
@@ -391,6 +396,7 @@ class Zygote:
         self._settle(min(deadline, time.perf_counter() + SETTLE_MAX_S))
         job.judge_in_zygote = self.judge_here
         job.judge_transport = "ipc" if self.judge_mode == "reference" and self.backend == "cuda" else "bytes"
+        job.defer_plan = self.judge_here and switch(self.defer_setting, job.device_share < 1.0)
         given = getattr(job, "stall_limit_s", None)
         self.stall_floor = float(given) if given else WATCHDOG_FLOOR_S.get(self.backend, 45.0)
         self.stall_scaled = not given
@@ -496,6 +502,7 @@ class Zygote:
             if message is not None:
                 run = ChildStream(child, token, payload_result=True)
                 run.message, run.retried = message, retried
+                run.plan_started = not job.defer_plan  # else once the candidate asks for the plan
                 self.judging = child if role == "judge" else None
                 return run
             self._discard(child)
@@ -521,7 +528,7 @@ class Zygote:
         self.judging = None
         if (
             isinstance(judge, RemoteJudge)
-            and judge.reusable
+            and (judge.reusable or not reference.plan_started)  # unstarted: it waits as it was
             and reference.status is None
             and reference.taken
             and child.jobs + 1 < JUDGE_MAX_JOBS
@@ -646,6 +653,8 @@ class Zygote:
                         break
                 else:
                     eof = True
+            if run.plan_asked and reference is not None and not reference.plan_started:
+                self._start_plan(reference, judge)
             if (
                 run.plan_asked
                 and not plan_sent
@@ -687,6 +696,14 @@ class Zygote:
                 if rss_bytes(pid) > rss_limit:
                     run.reason = "memory"
                     self._kill(pid)
+
+    @staticmethod
+    def _start_plan(reference: ChildStream, judge: Any) -> None:
+        """The candidate's child asked for the plan: a reference child that waits for that
+        (:attr:`.job.Job.defer_plan`) is told to build it."""
+        reference.plan_started = True
+        if not Zygote._answer(reference.child, BUILD_PLAN) and judge is not None:
+            judge.reference_failure = judge.reference_failure or harness_failure("the reference child went away")
 
     def _may_time(self, keeper: LeaseKeeper | None, run: ChildStream, asked_s: float) -> bool:
         """Whether the child that asked for a quiet device may time now.

@@ -697,6 +697,74 @@ def test_a_judge_whose_job_ended_before_its_plan_is_replaced(monkeypatch, tmp_pa
         assert len(before & set(_running_children(zygote, settle_to=2))) <= 1
 
 
+_COUNTED_RELU = """
+import os
+
+import torch
+import torch.nn as nn
+
+LOG = {log!r}
+
+
+class Model(nn.Module):
+    \"\"\"ReLU that notes each call in a reference child (the candidate's child may write nowhere).\"\"\"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with open("/proc/self/comm") as comm:
+            name = comm.read().strip()
+        if name == "akg-reference":
+            with open(LOG, "a") as log:
+                log.write(f"{{name}} {{os.getpid()}}\\n")
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(16, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("defer", ["1", "0"])
+def test_a_deferred_reference_runs_only_for_a_candidate_that_compiled(
+    monkeypatch, tmp_path, relu_solution, defer
+) -> None:
+    """With ``AKG_DEFER_REFERENCE=1`` (the default where workers share a device) the reference
+    child runs the reference only once the candidate asked for the plan: a candidate whose first
+    call fails costs no reference run, and its judge serves the next evaluation. Eager (``0``),
+    the reference runs for every evaluation."""
+    monkeypatch.setenv("AKG_JUDGE", "reference")
+    monkeypatch.setenv("AKG_DEFER_REFERENCE", defer)
+    log = tmp_path / "calls.log"
+    source = tmp_path / "counted_relu.py"
+    source.write_text(_COUNTED_RELU.format(log=str(log)))
+    task = get_task(source)
+    broken = relu_solution.replace("return out", "raise RuntimeError('broken on purpose')")
+    assert broken != relu_solution
+
+    def reference_runs() -> list[str]:
+        lines = log.read_text().splitlines() if log.exists() else []
+        log.write_text("")
+        return [line.split()[1] for line in lines]
+
+    # Without the OS sandbox: the task's reference writes its notes outside its sandbox.
+    settings = {"workers": 1, "cache": False, "timeout_s": 120, "tmp_root": str(tmp_path), "os_sandbox": False}
+    with Evaluator(backend="interpreter", **settings) as ev:
+        good = ev.evaluate(EvalRequest(task=task, code=relu_solution + "\n# 1\n", seed=1))
+        assert good.ok, good.error_message
+        judge = set(reference_runs())
+        assert len(judge) == 1  # the plan's runs and the probe, in the one judging child
+        failed = ev.evaluate(EvalRequest(task=task, code=broken, seed=2))
+        assert failed.error_type == ErrorType.RUNTIME_ERROR, failed.error_message
+        assert bool(reference_runs()) == (defer == "0")
+        again = ev.evaluate(EvalRequest(task=task, code=relu_solution + "\n# 2\n", seed=3))
+        assert again.ok and again.trials_passed == again.trials_total, again.error_message
+        if defer == "1":  # the judge that waited through the failed evaluation built this plan
+            assert set(reference_runs()) == judge
+
+
 def test_a_childs_printed_output_is_read_through_the_zygotes_own_descriptor(tmp_path) -> None:
     """A child whose code got past every Python layer can put a link (or a FIFO) at its output.txt;
     the zygote reads the output it shows in failed results through the descriptor it opened before
