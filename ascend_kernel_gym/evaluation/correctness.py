@@ -32,7 +32,7 @@ from ascend_kernel_gym.evaluation.compile_stage import construct_candidate
 from ascend_kernel_gym.evaluation.errors import StageError, candidate_failure, classify_exception
 from ascend_kernel_gym.evaluation.feedback import scrub_text
 from ascend_kernel_gym.evaluation.input_copies import copied_input_piece
-from ascend_kernel_gym.evaluation.inputs import DISTRIBUTION_TEXT, clone_inputs, make_inputs
+from ascend_kernel_gym.evaluation.inputs import DISTRIBUTION_TEXT, clone_inputs, first_trial_seed, make_inputs
 from ascend_kernel_gym.evaluation.outputs import (
     OutputCheckError,
     check_output_tensors,
@@ -316,10 +316,6 @@ def run_reference(state: ChildState, reference: Any, inputs: list[Any]) -> Any:
     return out
 
 
-#: mixed into the seed of the inputs of the first call made before the plan (no trial draws them)
-FIRST_CALL_SALT = 0x2F1C3A5B
-
-
 def run_correctness(
     state: ChildState, task_module: Any, reference: Any, candidate: Any, device: torch.device, rng: random.Random
 ) -> None:
@@ -340,12 +336,10 @@ def run_correctness(
     if state.judge is None:
         raise StageError(ErrorType.HARNESS_ERROR, "the correctness stage has no judge")
     progress = _Progress(state.link, job.backend)  # the candidate is built: the compile stage is over
-    first_call = True
-    if job.defer_plan:
-        # The reference child runs the reference only once this child asks for the plan: a
-        # candidate whose first call fails costs the device no reference run.
-        _first_call_before_plan(state, task_module, candidate, device)
-        first_call = False
+    # With a deferred plan the reference child runs the reference only once this child asks for
+    # the plan: trial 1's first call comes first, so a candidate that fails it costs no reference run.
+    ahead = _first_trial_ahead(state, task_module, candidate, device) if job.defer_plan else None
+    first_call = ahead is None
     plan = state.judge.request_plan()
     # Until now the reference child built the plan next to this child's compile stage; from here it
     # holds only what it judges with (:func:`.memory_book.measured_need`).
@@ -378,15 +372,21 @@ def run_correctness(
         # Exact zeros make much honest math the identity (x + 0, x * 1 after a fp32 upcast); copying
         # PyTorch's copy gains nothing there: every other trial and the timing stage's audits check it.
         taint_checked = distribution != "zeros"
-        base = make_inputs(module, int(trial["seed"]), distribution, device)
-        first_started = time.perf_counter()
         label = str(trial.get("label") or "")
-        try:
-            call = call_candidate(state, model, clone_inputs(base), first_call, base, check_copy_taint=taint_checked)
-        except StageError as failure:
-            if index == 0:
-                raise
-            raise in_trial(failure, index, len(plan["trials"]), label) from None
+        if index == 0 and ahead is not None and ahead.is_trial(trial):
+            base, call = ahead.base, ahead.call  # its checks passed before the plan came
+            ahead = None
+        else:
+            base = make_inputs(module, int(trial["seed"]), distribution, device)
+            first_started = time.perf_counter()
+            try:
+                call = call_candidate(
+                    state, model, clone_inputs(base), first_call, base, check_copy_taint=taint_checked
+                )
+            except StageError as failure:
+                if index == 0:
+                    raise
+                raise in_trial(failure, index, len(plan["trials"]), label) from None
         if first_call:
             _compiled(state, first_started)
             first_call = False
@@ -424,15 +424,30 @@ def _compiled(state: ChildState, first_started: float) -> None:
     state.stage(Stage.CORRECTNESS)
 
 
-def _first_call_before_plan(state: ChildState, task_module: Any, candidate: Any, device: torch.device) -> None:
-    """The candidate's first call (its kernels compile) on inputs of the task's own distribution
-    that no trial uses, with every check of a trial's call but no verdict: where the plan waits
-    for it (:attr:`.job.Job.defer_plan`). Its failures are the first call's, as in trial 1."""
-    seed = random.Random(state.job.seed).getrandbits(62) ^ FIRST_CALL_SALT
-    inputs = make_inputs(task_module, seed, "task", device)
+@dataclass
+class _FirstTrial:
+    """Trial 1's first call, made before the plan came (:func:`_first_trial_ahead`)."""
+
+    seed: int
+    base: list[Any]
+    call: CandidateCall
+
+    def is_trial(self, trial: dict[str, Any]) -> bool:
+        """Whether the plan's trial is the one this call ran (the task's inputs of this seed)."""
+        plain = trial.get("case", "main") == "main" and trial.get("params") is None
+        return plain and trial.get("distribution") == "task" and trial.get("seed") == self.seed
+
+
+def _first_trial_ahead(state: ChildState, task_module: Any, candidate: Any, device: torch.device) -> _FirstTrial:
+    """Trial 1's first call (its kernels compile), before the plan (:attr:`.job.Job.defer_plan`):
+    trial 1 is always the task's own inputs at the main shape, of a seed both children derive
+    from the job's (:func:`.inputs.first_trial_seed`). Its failures are the first call's."""
+    seed = first_trial_seed(state.job.seed)
+    base = make_inputs(task_module, seed, "task", device)
     started = time.perf_counter()
-    call_candidate(state, candidate, clone_inputs(inputs), True, inputs)
+    call = call_candidate(state, candidate, clone_inputs(base), True, base)
     _compiled(state, started)
+    return _FirstTrial(seed, base, call)
 
 
 class _Progress:

@@ -89,6 +89,16 @@ def trial_schedule(num_trials: int, rng: random.Random, extra_cases: list[str] |
     return specs
 
 
+#: mixed into an evaluation's seed for trial 1's, where the plan is deferred
+FIRST_TRIAL_SALT = 0x2F1C3A5B
+
+
+def first_trial_seed(job_seed: int | None) -> int:
+    """Trial 1's seed where the plan is deferred (:attr:`.job.Job.defer_plan`): derived from the
+    evaluation's seed, so the candidate's child runs trial 1 before the reference child drew the plan."""
+    return random.Random((job_seed or 0) ^ FIRST_TRIAL_SALT).getrandbits(62)
+
+
 def describe_trial(distribution: str, varied: bool, case: str) -> str:
     """How feedback names a trial: ``large-magnitude inputs (...), parameters varied``."""
     parts = [DISTRIBUTION_TEXT.get(distribution, distribution)]

@@ -31,7 +31,14 @@ from ascend_kernel_gym.evaluation.errors import (
     classify_exception,
     reference_failure,
 )
-from ascend_kernel_gym.evaluation.inputs import TrialSpec, clone_inputs, describe_trial, make_inputs, trial_schedule
+from ascend_kernel_gym.evaluation.inputs import (
+    TrialSpec,
+    clone_inputs,
+    describe_trial,
+    first_trial_seed,
+    make_inputs,
+    trial_schedule,
+)
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.outputs import output_leaves
 from ascend_kernel_gym.evaluation.param_vary import draw_values, floating_slots, snapshot, write_reference
@@ -142,7 +149,7 @@ def build_plan(job: Job, device: torch.device, tensors: list[torch.Tensor]) -> d
                 spec = TrialSpec("normal")
         if entry is None:
             wanted = describe_trial(spec.distribution, spec.vary_params and bool(slots), "main")
-            entry = _main_trial(job, loaded, spec, slots, base_values, device, rng, slack_of, tensors)
+            entry = _main_trial(job, loaded, spec, slots, base_values, device, rng, slack_of, tensors, index == 0)
         entry["label"] = describe_trial(
             entry["distribution"],
             entry["params"] is not None,
@@ -178,13 +185,17 @@ def _main_trial(
     rng: random.Random,
     slack_of: ReferenceSlack,
     tensors: list[torch.Tensor],
+    first: bool = False,
 ) -> dict[str, Any]:
-    """A trial at the main shape: as planned, or with the first fallback the reference takes.
+    """A trial at the main shape: as planned, or with the first fallback the reference takes
+    (``first``: trial 1, the task's own inputs, whose seed a deferred plan takes from the job's).
 
     In a varied distribution the slack also covers the reference's own sensitivity to one
     rounding step of its inputs (:func:`_sensitivity`)."""
     for distribution, vary in _fallbacks(spec.distribution, spec.vary_params and bool(slots), job):
         seed = rng.getrandbits(62)
+        if first and job.defer_plan:  # the candidate's child ran trial 1 before this plan
+            seed = first_trial_seed(job.seed)
         params = rng.getrandbits(62) if vary else None
         if params is not None:
             write_reference(slots, draw_values(slots, params))
