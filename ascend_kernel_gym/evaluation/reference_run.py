@@ -9,7 +9,9 @@ and runs the reference on every trial's inputs, on a probe set (for the input-in
 and, for float16 / bfloat16 outputs, once more in float32 (the reference's own rounding error).
 It ships the plan and those results as plain bytes (:mod:`.tensor_wire`) to the judge
 (:mod:`.judge`, in the zygote) and exits. The candidate's child receives only the plan (seeds and
-distributions), never a reference output.
+distributions), never a reference output. Where workers share a device the child starts only
+once the candidate's child made trial 1's first call (:attr:`.job.Job.defer_plan`): a candidate
+that fails to compile costs the device no reference run.
 
 Imports torch: only the zygote and its children import this module.
 """

@@ -49,6 +49,10 @@ ATTACKS = (
     "legit_tuple_output",
     "legit_inplace_relu",
     "legit_layernorm_params",
+    # the first call is special to these (a deferred plan makes it before the plan comes)
+    "launder_first_call_only",
+    "cost_model_call_count",
+    "legit_type_self_cache",
 )
 
 
@@ -61,10 +65,13 @@ def _meta(path: Path) -> dict[str, str]:
     return meta
 
 
-@pytest.fixture(scope="module")
-def reference_judged(tmp_path_factory):
+@pytest.fixture(scope="module", params=["eager", "deferred"])
+def reference_judged(request, tmp_path_factory):
+    """An evaluator whose reference child judges; ``deferred``: it builds the plan only once the
+    candidate's child made trial 1's first call (a shared device's default)."""
     mp = pytest.MonkeyPatch()
     mp.setenv("AKG_JUDGE", "reference")
+    mp.setenv("AKG_DEFER_REFERENCE", "1" if request.param == "deferred" else "0")
     ev = Evaluator(
         backend="interpreter", workers=2, cache=False, timeout_s=120, tmp_root=str(tmp_path_factory.mktemp("rj"))
     )
@@ -100,6 +107,14 @@ def test_verdict_attacks_fail_and_legitimate_files_pass(stem, reference_judged):
     assert result.error_type in expected, (stem, result.error_type, result.error_message[:300])
     if ErrorType.NONE not in expected:
         assert not result.correct
+
+
+def test_an_output_that_changes_after_the_first_call_is_nondeterministic_either_way(reference_judged, relu_task):
+    """Deferred, trial 1's first call comes before the plan: it must still be trial 1's, the
+    call its second is compared with (not a call of its own that leaves trial 1 to the second)."""
+    code = (Path(__file__).parent / "corpus" / "nondeterministic.py").read_text()
+    result = reference_judged.evaluate(EvalRequest(task=relu_task, code=code, seed=7))
+    assert result.error_type == ErrorType.NONDETERMINISTIC, result.error_message
 
 
 # --- the two ends of the protocol, without processes -------------------------------------------------
