@@ -26,19 +26,22 @@ GIB = 1 << 30
 
 def test_default_workers_per_device_follows_cores_and_device_memory() -> None:
     assert default_workers_per_device("interpreter", cores=6, devices=1, device_bytes=None) == 6
-    # one H200 (141 GB) on 16 cores: cores 16 / 2 = 8, memory 141 // 16 = 8, capped at 4
-    assert default_workers_per_device("cuda", cores=16, devices=1, device_bytes=141 * GIB) == 4
-    # core-bound: 6 cores / 2 = 3; memory-bound: 48 GB // 16 = 3
+    # one H200 (141 GB) or one H100 (an 80 GB card reads 79 GiB) on 16 cores: cores 16 / 2 = 8,
+    # memory 141 // 9 = 15 and 79 // 9 = 8: 8 either way
+    assert default_workers_per_device("cuda", cores=16, devices=1, device_bytes=141 * GIB) == 8
+    assert default_workers_per_device("cuda", cores=16, devices=1, device_bytes=79 * GIB) == 8
+    # core-bound: 6 cores / 2 = 3; memory-bound: 27 GB // 9 = 3
     assert default_workers_per_device("cuda", cores=6, devices=1, device_bytes=141 * GIB) == 3
-    assert default_workers_per_device("cuda", cores=64, devices=1, device_bytes=48 * GIB) == 3
+    assert default_workers_per_device("cuda", cores=64, devices=1, device_bytes=27 * GIB) == 3
     # eight devices share the cores: 16 cores / (8 x 2) = 1 each
     assert default_workers_per_device("cuda", cores=16, devices=8, device_bytes=141 * GIB) == 1
-    # memory-bound: a 24 GB card gets one worker however many cores
-    assert default_workers_per_device("cuda", cores=64, devices=1, device_bytes=24 * GIB) == 1
-    # never more than 4, never fewer than 1
-    assert default_workers_per_device("cuda", cores=512, devices=1, device_bytes=1024 * GIB) == 4
+    # memory-bound: a 16 GB card gets one worker however many cores
+    assert default_workers_per_device("cuda", cores=64, devices=1, device_bytes=16 * GIB) == 1
+    # never more than 8 on cuda, never fewer than 1
+    assert default_workers_per_device("cuda", cores=512, devices=1, device_bytes=1024 * GIB) == 8
     assert default_workers_per_device("cuda", cores=1, devices=4, device_bytes=8 * GIB) == 1
-    # NPU memory is not read: a 910B's 64 GB is assumed (4 per device on a 192-core, 8-NPU server)
+    # npu (not measured with more): never more than 4, 16 GiB each
+    assert default_workers_per_device("npu", cores=512, devices=1, device_bytes=1024 * GIB) == 4
     assert default_workers_per_device("npu", cores=192, devices=8, device_bytes=None) == 4
 
 
