@@ -6,10 +6,11 @@ same inputs (with a deferred plan, :attr:`.job.Job.defer_plan`, the child makes 
 call before it asks). Per trial it draws the inputs (:mod:`.inputs`), calls the candidate on a
 private copy with the launch / operator recorder on (:func:`call_candidate`: its own Triton
 kernels must launch, PyTorch must not compute the result, the output is frozen before any other
-candidate code can run; trial 0 calls it twice), and ships the output, the inputs it changed and which outputs
-alias an input as plain bytes (:mod:`.tensor_wire`). The comparison happens in the judge; this
-process never holds a reference output of a trial. :func:`call_candidate`, :func:`run_reference`
-and :func:`reference_slack` also serve the later stages (their audits run in this child).
+candidate code can run; trial 0 calls it twice), and ships the output, the inputs it changed and
+which outputs alias an input as plain bytes (:mod:`.tensor_wire`). The comparison happens in the
+judge; this process never holds a reference output of a trial. :func:`call_candidate`,
+:func:`run_reference` and :func:`reference_slack` also serve the later stages (their audits run in
+this child).
 
 Imports torch: only the zygote and its children import this module.
 """

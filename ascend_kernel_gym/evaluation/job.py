@@ -60,7 +60,7 @@ class Job:
     #: candidate; 0: none runs
     precompile_wait_s: float = 0.0
     #: set by the zygote: the reference child builds the plan (the reference's runs on the device)
-    #: only once the candidate's child asks for it, after its compile stage; a candidate that
+    #: only once the candidate's child asks for it, after trial 1's first call; a candidate that
     #: fails before then costs the device no reference run (``AKG_DEFER_REFERENCE``)
     defer_plan: bool = False
     #: Test hook: run the timing stage on the interpreter with wall-clock timers and a small

@@ -199,8 +199,8 @@ class ZygoteHandle:
                 # ahead, going on while neighbours time (evaluation/precompile.py; default: on
                 # where workers share a device)
                 "precompile": os.environ.get("AKG_PRECOMPILE", ""),
-                # "1" / "0": a job's reference child runs the reference only once its candidate
-                # passed the compile stage (evaluation/zygote.py; default: where workers share a device)
+                # "1" / "0": a job's reference child runs the reference only once its candidate's
+                # first call went through (evaluation/zygote.py; default: where workers share a device)
                 "defer_reference": os.environ.get("AKG_DEFER_REFERENCE", ""),
             },
         )

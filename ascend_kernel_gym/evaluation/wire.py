@@ -20,7 +20,9 @@ candidate's child writes :data:`PLAN` and reads its trial plan (a framed pickle,
 child), then per trial writes :data:`TRIAL` and a payload (:mod:`.tensor_wire`: a framed JSON
 header and a framed body of raw tensor bytes), and reads one byte: :data:`CONTINUE`, or
 :data:`PROBE` (send the output on the probe inputs). A failed trial gets no answer: the zygote
-ends the child. The reference child's result is :data:`RESULT` and a payload.
+ends the child. The reference child's result is :data:`RESULT` and a payload; one whose plan is
+deferred first reads :data:`BUILD_PLAN` (build it now) or :data:`END_OF_JOB` (not needed) on its
+job pipe.
 """
 
 from __future__ import annotations
