@@ -333,6 +333,24 @@ def held_s(run: dict[str, Any]) -> float | None:
     return sum(b - a for a, b in spans) if spans else None
 
 
+def lease_gaps(run: dict[str, Any]) -> dict[str, Any] | None:
+    """The time from the end of one lease to the start of the next (no evaluation held the device
+    alone), and at how many of those ends the next holder was already asking for the device (its
+    quiet request, ``phase_s["quiet_wait"]`` before its go-ahead, came first); at the others no
+    evaluation was ready to time. None with fewer than two leases."""
+    leases = []
+    for row in run["rows"]:
+        span = (row.get("lease") or {}).get("span")
+        if span and len(span) == 2:
+            asked = span[0] - float((row.get("phase_s") or {}).get("quiet_wait") or 0.0)
+            leases.append((span[0], span[1], asked))
+    leases.sort()
+    if len(leases) < 2:
+        return None
+    gaps = [(nxt[0] - last[1], nxt[2] < last[1]) for last, nxt in zip(leases, leases[1:])]
+    return {"gaps": len(gaps), "gap_s": round(sum(g for g, _ in gaps), 2), "asking": sum(w for _, w in gaps)}
+
+
 def _load_text(means: dict[str, Any]) -> str:
     cpu, gpu = means.get("cpu"), means.get("gpu")
     return (
@@ -398,6 +416,13 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
             if row.get("error_type") == "harness_error":
                 lines.append(f"- {label(run)}: harness error in {row['label']}: {row.get('error', '')}")
     for run in runs:
+        between = lease_gaps(run)
+        if between is not None:
+            lines.append(
+                f"- {label(run)}: between the leases {between['gap_s']:.1f} s in {between['gaps']} gaps; the next "
+                f"evaluation was already asking for the device at the end of {between['asking']} of them (at the "
+                "others none was ready to time)"
+            )
         share = busy_share(run)
         if share is not None:
             lines.append(

@@ -164,6 +164,18 @@ def test_harness_errors_are_listed_with_their_messages(bench) -> None:
     ]
 
 
+def test_the_gaps_between_leases_say_whether_the_next_evaluation_was_waiting(bench) -> None:
+    def row(start: float, end: float, quiet_wait: float) -> dict:
+        return {"lease": {"span": [start, end]}, "phase_s": {"quiet_wait": quiet_wait}}
+
+    # out of order on purpose: the leases are taken by their start
+    rows = [row(10.0, 11.0, 0.5), row(0.0, 2.0, 0.0), row(2.1, 4.0, 1.0), {"lease": None}, {"phase_s": {}}]
+    gaps = bench.lease_gaps({"rows": rows})
+    # 2.0 -> 2.1 (it asked at 1.1, before the end: waiting), 4.0 -> 10.0 (it asked at 9.5: nobody was ready)
+    assert gaps == {"gaps": 2, "gap_s": 6.1, "asking": 1}
+    assert bench.lease_gaps({"rows": rows[:1]}) is None
+
+
 def test_ray_overhead_bench_arguments() -> None:
     bench = _load("bench_ray_overhead")
     args = bench.build_parser().parse_args(["--copies", "1", "--bursts", "2"])
