@@ -33,6 +33,7 @@ run cut short by the call's limit keeps what finished, marked ``partial``), prog
 from __future__ import annotations
 
 import argparse
+import itertools
 import datetime as dt
 import json
 import os
@@ -347,7 +348,7 @@ def lease_gaps(run: dict[str, Any]) -> dict[str, Any] | None:
     leases.sort()
     if len(leases) < 2:
         return None
-    gaps = [(nxt[0] - last[1], nxt[2] < last[1]) for last, nxt in zip(leases, leases[1:])]
+    gaps = [(nxt[0] - last[1], nxt[2] < last[1]) for last, nxt in itertools.pairwise(leases)]
     return {"gaps": len(gaps), "gap_s": round(sum(g for g, _ in gaps), 2), "asking": sum(w for _, w in gaps)}
 
 
