@@ -33,8 +33,8 @@ run cut short by the call's limit keeps what finished, marked ``partial``), prog
 from __future__ import annotations
 
 import argparse
-import itertools
 import datetime as dt
+import itertools
 import json
 import os
 import platform
