@@ -413,6 +413,12 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
                 f"- {label(run)}: {run.get('retries', 0)} run again after an "
                 f"out-of-memory, {run.get('memory_waits', 0)} held back until they fit"
             )
+        planned = [row for row in run["rows"] if "reference_plan" in (row.get("memory_mb") or {})]
+        if planned:  # the judging reference child reports the plan's memory (cuda) only where it built one
+            lines.append(
+                f"- {label(run)}: the judge built a plan (ran the reference) for {len(planned)} of "
+                f"{len(run['rows'])} evaluations"
+            )
         for row in run["rows"]:
             if row.get("error_type") == "harness_error":
                 lines.append(f"- {label(run)}: harness error in {row['label']}: {row.get('error', '')}")

@@ -156,6 +156,10 @@ def test_harness_errors_are_listed_with_their_messages(bench) -> None:
     # a run cut short says so in its row
     table = bench.render(meta, [run | {"partial": "45 of 90 requests finished"}])
     assert "| interleaved (cut short: 45 of 90 requests finished) |" in table
+    # how many evaluations' judges ran the reference (a deferred plan is built only after a first call)
+    run["rows"] = [row | {"memory_mb": {"reference_plan": 5.0}}, row | {"memory_mb": {"reference": 1.0}}]
+    lines = [line for line in bench.render(meta, [run]).splitlines() if "built a plan" in line]
+    assert lines == ["- c=8 interleaved: the judge built a plan (ran the reference) for 1 of 2 evaluations"]
     # where the checked rounds' copies waited, summed over the run
     run["rows"] = [row | {"checks_kept": {"device": 3, "host": 9, "at_once": 3}}, row | {"checks_kept": None}]
     lines = [line for line in bench.render(meta, [run]).splitlines() if "kept" in line]
