@@ -29,11 +29,12 @@ from ascend_kernel_gym.evaluation.errors import HARNESS_OUT_OF_MEMORY, REFERENCE
 from ascend_kernel_gym.evaluation.memory_book import CONTEXT_BYTES
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult
 
-#: the most workers one device gets by default. cuda: on 80 GB H100s with 16 cores, 8 ran the
-#: issue's burst 5-15 % faster than 4 in every call of 2026-12-06 that ran both (sixth session:
-#: 2.47x and 2.52x of one worker against 2.33x and 2.18x), the device's memory holding evaluations
-#: back instead of failing them; before spares, judges kept across jobs and that back-pressure
-#: (2026-12-03), 4 had matched 8 on an H200. npu: not measured, so as before
+#: the most workers one device gets by default. cuda: on 80 GB H100s with 16 cores (2026-12-06,
+#: sixth session) 8 ran the issue's burst at 2.47x and 2.52x of one worker (cold, warm) against
+#: 2.33x and 2.18x for 4, and 12 and 16 were no faster than 8, the device's memory holding
+#: evaluations back instead of failing them (earlier that day, before the timing arenas kept their
+#: slack, 4 had beaten 8 on a cold burst); before spares, judges kept across jobs and that
+#: back-pressure (2026-12-03), 4 had matched 8 on an H200. npu: not measured, so as before
 MAX_WORKERS_PER_DEVICE = {"cuda": 8, "npu": 4}
 #: host cores one worker is given by default (Triton compilation and the trials run on the CPU)
 CORES_PER_WORKER = 2
