@@ -132,7 +132,7 @@ class Zygote:
         #: AKG_PRECOMPILE "1" / "0", else on where the device is shared (a job's ``device_share``
         #: below 1); alone on its device, the candidate's child would only wait for it
         self.precompile_setting = str(config.get("precompile") or "")
-        #: whether a job's reference child waits for its candidate to pass the compile stage before
+        #: whether a job's reference child waits for its candidate's first call to go through before
         #: it runs the reference (:attr:`.job.Job.defer_plan`): AKG_DEFER_REFERENCE "1" / "0", else
         #: on where the device is shared; alone on its device, the plan is built next to the compile
         self.defer_setting = str(config.get("defer_reference") or "")
