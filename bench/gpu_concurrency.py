@@ -403,10 +403,12 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     for run in runs:
         kept = [row.get("checks_kept") or {} for row in run["rows"]]
         if any(kept):
-            where = {key: sum(int(k.get(key, 0)) for k in kept) for key in ("device", "host", "at_once")}
+            keys = ("device", "host", "at_once", "sampled")
+            where = {key: sum(int(k.get(key, 0)) for k in kept) for key in keys}
             lines.append(
                 f"- {label(run)}: checked outputs kept on the device {where['device']}, "
-                f"in host memory {where['host']}, compared inside the lease {where['at_once']}"
+                f"in host memory {where['host']}, compared inside the lease {where['at_once']}; "
+                f"tensors kept as a sample {where['sampled']}"
             )
         if run.get("retries") or run.get("memory_waits"):
             lines.append(

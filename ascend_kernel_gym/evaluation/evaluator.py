@@ -46,9 +46,11 @@ EXECUTORS = ("local", "ray")
 DEFAULT_TIMEOUT_S = {"interpreter": 300.0, "cuda": 180.0, "npu": 300.0}
 DEFAULT_MEMORY_MB = {"interpreter": 4096, "cuda": 16384, "npu": 16384}
 #: seconds the timed rounds of one evaluation may take before slow models get fewer of them
-#: (``profile_budget_s``); on an H100 the speedups of the 45 reference solutions moved by at most
-#: 1.45 % against 100 rounds each (docs/scaling.md)
-DEFAULT_PROFILE_BUDGET_S = 2.0
+#: (``profile_budget_s``): pairs of calls over 10 ms get 20 to 100 rounds. With 2 s the speedups of
+#: the 45 reference solutions moved by at most 1.45 % against 100 rounds each on an H100; halved, it
+#: takes about 6 s off the burst's leases, the part that several workers per device cannot share
+#: (docs/scaling.md)
+DEFAULT_PROFILE_BUDGET_S = 1.0
 #: ``evaluate_many`` lets this many callers per worker wait at once (the one that takes up most of
 #: the device goes first, .dispatch). With four, a burst's large evaluations that came after the
 #: first 32 of 90 were not seen until late (an H100 burst at eight workers, 2026-12-06).

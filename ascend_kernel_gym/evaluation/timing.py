@@ -236,7 +236,7 @@ def time_side_by_side(
     ``budget_s`` bounds the rounds by time: with one round of both models taking ``t`` seconds
     on the quiet device (the fastest of the :data:`LEASE_WARMUP` calls), ``reps`` becomes
     ``min(reps, max(MIN_BUDGET_REPS, ceil(budget_s / t)))``. Only slow models lose rounds: a
-    100-round default with a 2 s budget keeps every round of pairs under 20 ms. It bounds the
+    100-round default with a 1 s budget keeps every round of pairs under 10 ms. It bounds the
     device's lease, which the slowest tasks hold for seconds (a 89 ms kernel: 15 s for 100
     rounds of both models).
     """

@@ -6,12 +6,11 @@ candidate's call, its output compared with the reference's on the same inputs, r
 calls), counts side-stream launches, asks for the device's lease and records the result.
 
 The checked and audited rounds' outputs are compared with the reference's once the timed calls
-are over and the lease is given back (:class:`KeptOutputs`): each copy is kept in device memory
-while it fits the evaluation's share (on a shared device, also what its judge left idle), else in
-host memory while it fits the child's allowance and
-copying costs the lease less than checking, else compared at once, inside the lease. The
-comparison asks for the reference's rounding slack only when the plain tolerance refuses the
-output (the slack only widens it), so a correct output costs one reference call per check.
+are over and the lease is given back (:mod:`.kept_outputs`: small tensors whole, large ones as
+a random sample of their elements; in device memory, else host memory, else compared at once,
+inside the lease). The comparison asks for the reference's rounding slack only when the plain
+tolerance refuses the output (the slack only widens it), so a correct output costs one
+reference call per check.
 
 Imports torch: only the zygote's children (and tests) import this module.
 """
@@ -28,7 +27,6 @@ from typing import Any
 import torch
 
 from ascend_kernel_gym.evaluation import device_gate, placement
-from ascend_kernel_gym.evaluation.compare import outputs_close
 from ascend_kernel_gym.evaluation.correctness import (
     call_candidate,
     enter_candidate_call,
@@ -36,15 +34,15 @@ from ascend_kernel_gym.evaluation.correctness import (
     run_reference,
 )
 from ascend_kernel_gym.evaluation.errors import StageError, candidate_failure
-from ascend_kernel_gym.evaluation.inputs import clone_inputs, make_inputs, map_tensors
+from ascend_kernel_gym.evaluation.inputs import clone_inputs, make_inputs
 from ascend_kernel_gym.evaluation.job import Job
+from ascend_kernel_gym.evaluation.kept_outputs import KeptOutputs, kept_matches, matches_reference
 from ascend_kernel_gym.evaluation.outputs import OutputCheckError, detach_copy, plain_output
 from ascend_kernel_gym.evaluation.placement import min_bytes
-from ascend_kernel_gym.evaluation.process import device_reserved_bytes, own_rss_bytes
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.snapshot import check_snapshot
 from ascend_kernel_gym.evaluation.state import ChildState
-from ascend_kernel_gym.evaluation.timing import FLUSH_BYTES, TimingResult, time_side_by_side
+from ascend_kernel_gym.evaluation.timing import FLUSH_BYTES, WARMUP_S, TimingResult, time_side_by_side
 
 IMPLAUSIBLE_SPEEDUP = 10.0
 _TENSOR = torch.Tensor
@@ -157,7 +155,8 @@ def run_timing(
                 expected[k] = detach_copy(run_reference(state, reference, clone_inputs(source[k])))
         return expected[k]
 
-    def check_output(out: Any, k: int) -> None:
+    def check_output(out: Any, k: int, kept: bool = False) -> None:
+        """``out``: the round's whole output, or what :class:`KeptOutputs` kept of it (``kept``)."""
         ref_out = reference_output(k)
 
         def slack() -> Any:
@@ -165,7 +164,7 @@ def run_timing(
                 return reference_slack(state, reference, source[k], ref_out)
 
         started, reruns = time.perf_counter(), spent["reference_reruns"]
-        close = matches_reference(out, ref_out, atol, rtol, slack)
+        close = (kept_matches if kept else matches_reference)(out, ref_out, atol, rtol, slack)
         spent["compare"] += time.perf_counter() - started - (spent["reference_reruns"] - reruns)
         if not close:
             raise StageError(
@@ -176,7 +175,7 @@ def run_timing(
 
     # The checked and audited rounds' outputs are compared with the reference's once the timed
     # calls are over (and the device's lease is given back), each where its copy fits.
-    keeper = KeptOutputs.for_stage(state, device, rerun_s)
+    keeper = KeptOutputs.for_stage(state, device, rerun_s, rng.getrandbits(62))
     deferred: list[tuple[Any, int]] = []
 
     def check_later(out: Any, k: int) -> None:
@@ -220,6 +219,10 @@ def run_timing(
                 num_sets=job.profile_reps,  # a fresh input set in every round
                 reps=job.profile_reps,
                 warmup=job.profile_warmup,
+                # Where workers share the device its neighbours keep it busy, its clocks up: the
+                # warm-up is its calls only. Its time floor brings an idle device up, and on a
+                # shared device it was device time taken from the other evaluations, outside the lease.
+                warmup_s=WARMUP_S if job.device_share >= 1.0 else 0.0,
                 rng=rng,
                 flush_bytes=FLUSH_BYTES if device.type != "cpu" else 1 << 20,
                 after_candidate=timed_part(after_candidate),
@@ -244,7 +247,7 @@ def run_timing(
     with spending("checks"):
         while deferred:
             out, k = deferred.pop(0)
-            check_output(KeptOutputs.back(out), k)
+            check_output(KeptOutputs.back(out), k, kept=True)
     result.ref_ms = round(timing.ref_ms, 6)
     result.kernel_ms = round(timing.kernel_ms, 6)
     result.speedup = round(timing.speedup, 4)
@@ -265,135 +268,6 @@ def run_timing(
     if timing.quiet is not None:
         result.timing["quiet_wait_s"], result.timing["quiet_granted"] = timing.quiet
     result.warnings.extend(plausibility_warnings(timing, first, first_out, _bandwidth_gbps(job)))
-
-
-def matches_reference(out: Any, ref_out: Any, atol: float, rtol: float, slack_of: Callable[[], Any]) -> bool:
-    """Whether ``out`` is within tolerance of ``ref_out``; the reference's rounding slack
-    (``slack_of()``, a reference call in float32) is asked for only when the plain tolerance
-    refuses ``out``: it only widens the tolerance."""
-    if outputs_close(out, ref_out, atol, rtol):
-        return True
-    slack = slack_of()
-    return slack is not None and outputs_close(out, ref_out, atol, rtol, slack)
-
-
-#: share of the device's free memory (when the stage starts, times the evaluation's share of the
-#: device) that the copies of the checked rounds' outputs may take until the timed calls are over
-KEEP_DEVICE_SHARE = 0.1
-#: at most this share of the device's free memory goes to copies kept in the bytes an evaluation's
-#: reservation holds idle while it times (``Job.keep_device_bytes``): eight workers of an H100
-#: compared 567 of 880 checked outputs inside the lease, which then lasted 24 % longer than one
-#: worker's (2026-12-06)
-KEEP_FREE_CAP = 0.5
-#: where the free memory cannot be read (the CPU), the copies may take this many device bytes
-KEEP_DEFAULT_BYTES = 1 << 30
-#: bytes per second of a copy from device memory to (pageable) host memory, on the low side: eight
-#: workers copying at once share the host's memory bandwidth (an H100 call on 2026-12-06 whose
-#: workers of eight copied every output that missed the device share ran level 1 about 3x slower
-#: than another H100 had with the old code: most likely the copies, the host not ruled out)
-HOST_COPY_BYTES_PER_S = 2e9
-#: bytes per second of a check's comparison on the device (a 256 MB float16 output: 18 ms, H100)
-COMPARE_BYTES_PER_S = 15e9
-#: share of what is left of the child's host-memory cap (``Job.memory_mb`` less what the child grew
-#: since it started) that copies moved to host memory may take
-KEEP_HOST_SHARE = 0.5
-
-
-class KeptOutputs:
-    """Where the copies of the checked and audited rounds' outputs wait for the end of the timed calls.
-
-    A copy stays in device memory while the device copies fit ``device_bytes``, else goes to host
-    memory while the host copies fit ``host_bytes`` and copying costs less than checking
-    (:meth:`worth_host`); any other is not kept (:meth:`keep` returns None) and is compared at
-    once, inside the lease. Before, a worker of eight on an H100 kept nothing, and the reference's
-    re-runs for its checks held the device alone for 9 of the burst's 36 s of leases (2026-12-05).
-    """
-
-    def __init__(self, device: torch.device, device_bytes: int, host_bytes: int, rerun_s: float = 0.0) -> None:
-        self.device = device
-        self.device_bytes = max(0, device_bytes)
-        self.host_bytes = max(0, host_bytes)
-        self.rerun_s = max(0.0, rerun_s)
-        self.on_device = 0
-        self.on_host = 0
-        self.counts = {"device": 0, "host": 0, "at_once": 0}
-
-    @classmethod
-    def for_stage(cls, state: ChildState, device: torch.device, rerun_s: float) -> KeptOutputs:
-        """The budgets of one evaluation's timing stage (see the constants above); ``rerun_s``: one
-        untimed run of the reference through the harness's path (a check's re-run)."""
-        share = min(1.0, max(0.0, state.job.device_share))
-        free = placement.free_memory(device)
-        device_bytes = int(KEEP_DEFAULT_BYTES if free is None else KEEP_DEVICE_SHARE * free * share)
-        if free is not None and state.job.keep_device_bytes > 0:
-            # The evaluation's reservation holds its judge's share idle now, less what this child
-            # holds beyond its trials' peak (its arenas, the flush buffer): the copies then take no
-            # more than the trials and the judge did together. Never more than part of the free memory.
-            reserved = device_reserved_bytes(device.type) or 0
-            held = reserved + FLUSH_BYTES - state.memory_phases.get("correctness", 0)
-            idle = state.job.keep_device_bytes - max(0, held)
-            device_bytes = int(max(device_bytes, min(idle, KEEP_FREE_CAP * free)))
-        # on the CPU the device's memory is the host's: nothing to gain by moving copies
-        host_bytes = host_allowance(state.job.memory_mb, state.start_rss) if device.type != "cpu" else 0
-        return cls(device, device_bytes, host_bytes, rerun_s)
-
-    def worth_host(self, size: int) -> bool:
-        """Whether copying ``size`` bytes to host memory costs the lease less than checking at once
-        (the reference's re-run and a comparison): a large output of a cheap reference (an
-        elementwise task) is compared at once, a small one of a slow reference (a decoder block)
-        goes to host memory."""
-        return size / HOST_COPY_BYTES_PER_S < self.rerun_s + size / COMPARE_BYTES_PER_S
-
-    def keep(self, output: Any) -> Any | None:
-        """A private copy of ``output`` to compare later (see :meth:`back`), or None: compare it now."""
-        size = min_bytes([], output)
-        if self.on_device + size <= self.device_bytes:
-            self.on_device += size
-            self.counts["device"] += 1
-            return detach_copy(output)
-        if self.on_host + size <= self.host_bytes and self.worth_host(size):
-            self.on_host += size
-            self.counts["host"] += 1
-            return map_tensors(output, _OnHost)
-        self.counts["at_once"] += 1
-        return None
-
-    @staticmethod
-    def back(kept: Any) -> Any:
-        """A kept copy with every tensor on the device it came from."""
-        return _from_host(kept)
-
-    def summary(self) -> dict[str, int]:
-        return dict(self.counts)
-
-
-class _OnHost:
-    """A tensor copied to host memory, and the device it came from."""
-
-    __slots__ = ("device", "tensor")
-
-    def __init__(self, tensor: torch.Tensor) -> None:
-        self.device = tensor.device
-        self.tensor = _TENSOR.to(_TENSOR.detach(tensor), "cpu", copy=True)
-
-
-def _from_host(value: Any) -> Any:
-    if isinstance(value, _OnHost):
-        return _TENSOR.to(value.tensor, value.device)
-    if isinstance(value, tuple):
-        return tuple(_from_host(v) for v in value)
-    if isinstance(value, list):
-        return [_from_host(v) for v in value]
-    return value
-
-
-def host_allowance(memory_mb: int, start_rss: int) -> int:
-    """Bytes of host memory the harness may add to the child: :data:`KEEP_HOST_SHARE` of its cap
-    less its growth since it started; 0 without a cap or a reading of the resident set."""
-    now = own_rss_bytes()
-    if memory_mb <= 0 or start_rss <= 0 or now <= 0:
-        return 0
-    return int(KEEP_HOST_SHARE * max(0, memory_mb * 1024 * 1024 - (now - start_rss)))
 
 
 def _watch_side_streams(state: ChildState, device: torch.device) -> Callable[[], int] | None:

@@ -33,7 +33,7 @@ def test_arguments(bench) -> None:
     args = bench.build_parser().parse_args([])
     assert args.backend == "cuda" and args.concurrency == [1, 2, 4, 8] and args.reps == 100
     assert (
-        args.timing_budget_s == 2.0  # the evaluator's default
+        args.timing_budget_s == 1.0  # the evaluator's default
         and bench.build_parser().parse_args(["--timing-budget-s", "0"]).timing_budget_s == 0  # off
     )
     assert args.budget_s < 540  # the whole script fits one 10-minute call
@@ -164,7 +164,8 @@ def test_harness_errors_are_listed_with_their_messages(bench) -> None:
     run["rows"] = [row | {"checks_kept": {"device": 3, "host": 9, "at_once": 3}}, row | {"checks_kept": None}]
     lines = [line for line in bench.render(meta, [run]).splitlines() if "kept" in line]
     assert lines == [
-        "- c=8 interleaved: checked outputs kept on the device 3, in host memory 9, compared inside the lease 3"
+        "- c=8 interleaved: checked outputs kept on the device 3, in host memory 9, compared inside the lease 3; "
+        "tensors kept as a sample 0"
     ]
 
 
