@@ -8,7 +8,8 @@ measurement itself is :func:`time_side_by_side`):
   fingerprint kept on the device, has nothing to hit; before each timed call the set is copied
   (outside the timed window) to a fresh random place in the model's input arena
   (``placement.InputArena``), so every timed call uses inputs at another place in device memory;
-- warm-up calls of both models (at least ``warmup`` each and at least ``WARMUP_S`` seconds),
+- warm-up calls of both models (at least ``warmup`` each and at least ``warmup_s`` seconds:
+  :data:`WARMUP_S` where the evaluation has the device alone, none where workers share it),
   which need no quiet device; then the child asks for the device's lease (``quiet``), makes
   ``LEASE_WARMUP`` more calls of each model, whose host times size the cushion (below), and
   runs ``reps`` rounds; in each round the candidate and the reference run in a random order;
@@ -37,8 +38,9 @@ measurement itself is :func:`time_side_by_side`):
   then tells the zygote, which gives the device's lease back: nothing below needs a quiet
   device) each copy is compared with the reference's output on the same inputs (computed again,
   untimed, through the harness's reference path), so a patch that would slow the reference
-  down, or a call that skipped its work, is caught. A copy that is not kept (on the device or in
-  host memory, :class:`.timing_stage.KeptOutputs`) is compared in its round instead;
+  down, or a call that skipped its work, is caught (a large output is kept as a random sample of
+  its elements, :mod:`.kept_outputs`). A copy that is not kept (on the device or in host memory)
+  is compared in its round instead;
 - before every ``RELOCATE_EVERY``-th round, when the caller passes ``relocate`` (the child does on
   CUDA when a kernel spills registers: ``placement.LocalMemory``), memory the harness does not
   place is moved, untimed, and each model is called once untimed, so an evaluation samples 25
