@@ -216,21 +216,10 @@ def _first_device(values: list[Any]) -> torch.device | None:
     return None
 
 
-def timing_memory(
-    sets: list[list[Any]], outputs: Any, device: torch.device, share: float, alone: float | None = None
-) -> tuple[int, int]:
-    """``(output_ring, slack)`` for each of the two models' arenas.
-
-    The full slack (:data:`MAX_ARENA_SLACK`) with the largest ring that fits ``share`` of the free
-    memory; else, with ``alone`` (the share one evaluation would have by itself: one evaluation
-    times at a time), the full slack and one output where ``alone`` of the free memory holds them;
-    else within ``share`` the largest ring whose slack is at least :data:`MIN_ARENA_SLACK` (the
-    ring shrinks first), and past one output the arenas take the minimum whatever the share.
-
-    The slack is what spreads the inputs over the device's memory, and a narrow one left
-    PyTorch references at the speed of wherever their arena happened to be: eight workers on an
-    H100 whose slack was their share's (64 MB up to about 600 MB) moved the reference transpose's
-    time 12 % and attention's 12 % against one worker's 2 GB (2026-12-06, seventh session).
+def timing_memory(sets: list[list[Any]], outputs: Any, device: torch.device, share: float) -> tuple[int, int]:
+    """``(output_ring, slack)`` for each of the two models' arenas, within ``share`` of free memory,
+    the slack never below :data:`MIN_ARENA_SLACK` (the ring shrinks first; past one output the
+    arenas take the minimum whatever the share).
 
     Without a memory query (CPU, a device without ``mem_get_info``) the defaults are used.
     """
@@ -241,13 +230,7 @@ def timing_memory(
     if free is None:
         return MAX_OUTPUT_RING, DEFAULT_ARENA_SLACK
     per_model = share * free / 2
-    rings = (MAX_OUTPUT_RING, 4, 2, 1)
-    for ring in rings:
-        if per_model - inputs - ring * out_bytes >= MAX_ARENA_SLACK:
-            return ring, MAX_ARENA_SLACK
-    if alone is not None and alone * free / 2 - inputs - out_bytes >= MAX_ARENA_SLACK:
-        return 1, MAX_ARENA_SLACK
-    for ring in rings:
+    for ring in (MAX_OUTPUT_RING, 4, 2, 1):
         left = per_model - inputs - ring * out_bytes
         if left >= MIN_ARENA_SLACK:
             return ring, int(min(MAX_ARENA_SLACK, left)) // PLACEMENT_ALIGN * PLACEMENT_ALIGN

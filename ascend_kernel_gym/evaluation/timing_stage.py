@@ -140,7 +140,7 @@ def run_timing(
     first_out = detach_copy(run_reference(state, reference, clone_inputs(first)))
     rerun_s = time.perf_counter() - rerun_started  # what a check's reference re-run costs
     share = TIMING_MEMORY_SHARE * min(1.0, max(0.0, job.device_share))
-    ring, slack = placement.timing_memory([first], first_out, device, share, alone=TIMING_MEMORY_SHARE)
+    ring, slack = placement.timing_memory([first], first_out, device, share)
     arenas = {
         name: placement.InputArena(model, source, rng, slack=slack, output_ring=ring)
         for name, model in (("candidate", candidate), ("reference", _in_reference_state(reference)))

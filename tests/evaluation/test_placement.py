@@ -151,18 +151,6 @@ def test_timing_memory_shrinks_to_fit_device_memory(monkeypatch) -> None:
         ring, slack = placement.timing_memory(sets, out, device, 0.25)
         assert (ring, slack) == (expected_ring, expected_slack), free
         assert slack % PLACEMENT_ALIGN == 0
-    # the full slack before a large ring: a 1 GiB output, 32 GiB free (4 GiB a model), where the
-    # ring of two would leave a slack just short of it
-    FakeDevice.free = 32 << 30
-    gib_out = torch.empty((1 << 30,), dtype=torch.uint8, device="meta")
-    assert placement.timing_memory(sets, gib_out, device, 0.25) == (1, placement.MAX_ARENA_SLACK)
-    # a worker's share (an eighth) short of the full slack: the share one evaluation has alone gives
-    # it the full slack with one output where that holds it, else the share's rule stands
-    FakeDevice.free = 64 << 30  # 8 GiB a model alone, 1 GiB with an eighth of it
-    assert placement.timing_memory(sets, out, device, 0.25 / 8) == (8, (1 << 30) - 9 * mib)
-    assert placement.timing_memory(sets, out, device, 0.25 / 8, alone=0.25) == (1, placement.MAX_ARENA_SLACK)
-    FakeDevice.free = 8 * (least + 20) * mib
-    assert placement.timing_memory(sets, out, device, 0.25 / 8, alone=0.25) == (1, least * mib)
 
 
 def test_local_memory_moves_only_on_cuda() -> None:
