@@ -322,10 +322,15 @@ def _num(value: Any, fmt: str = ".2f") -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def _leased(run: dict[str, Any]) -> list[tuple[dict[str, Any], float, float]]:
+    """The run's rows that held the device alone, each with its ``perf_counter`` span."""
+    rows = [(row, (row.get("lease") or {}).get("span")) for row in run["rows"]]
+    return [(row, s[0], s[1]) for row, s in rows if s and len(s) == 2]
+
+
 def lease_spans(run: dict[str, Any]) -> list[tuple[float, float]]:
     """The ``perf_counter`` spans in which the run's evaluations held the device alone."""
-    spans = [(row.get("lease") or {}).get("span") for row in run["rows"]]
-    return [(s[0], s[1]) for s in spans if s and len(s) == 2]
+    return [(start, end) for _, start, end in _leased(run)]
 
 
 def held_s(run: dict[str, Any]) -> float | None:
@@ -339,13 +344,10 @@ def lease_gaps(run: dict[str, Any]) -> dict[str, Any] | None:
     alone), and at how many of those ends the next holder was already asking for the device (its
     quiet request, ``phase_s["quiet_wait"]`` before its go-ahead, came first); at the others no
     evaluation was ready to time. None with fewer than two leases."""
-    leases = []
-    for row in run["rows"]:
-        span = (row.get("lease") or {}).get("span")
-        if span and len(span) == 2:
-            asked = span[0] - float((row.get("phase_s") or {}).get("quiet_wait") or 0.0)
-            leases.append((span[0], span[1], asked))
-    leases.sort()
+    leases = sorted(
+        (start, end, start - float((row.get("phase_s") or {}).get("quiet_wait") or 0.0))
+        for row, start, end in _leased(run)
+    )
     if len(leases) < 2:
         return None
     gaps = [(nxt[0] - last[1], nxt[2] < last[1]) for last, nxt in itertools.pairwise(leases)]
