@@ -25,7 +25,7 @@ Imports torch: only the zygote's children (and tests) import this module.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -77,6 +77,10 @@ class Sample:
         self.shape = shape
         self.dtype = dtype
 
+    def map(self, fn: Callable[[Any], Any]) -> Sample:
+        """The same sample with ``fn`` applied to its places and its values."""
+        return Sample(fn(self.index), fn(self.values), self.shape, self.dtype)
+
 
 class KeptOutputs:
     """Where the checked and audited rounds' outputs wait for the end of the timed calls (see the
@@ -122,37 +126,33 @@ class KeptOutputs:
     def keep(self, output: Any) -> Any | None:
         """What is kept of ``output`` to compare later (:func:`kept_matches` after :meth:`back`),
         or None: compare the whole output now."""
-        sampled = self.counts["sampled"]
-        kept = self._shrink(output)
-        size = _kept_bytes(kept)
+        kept = _map_leaves(output, self._shrink)
+        leaves = list(_leaves(kept))
+        size = sum(_leaf_bytes(leaf) for leaf in leaves)
         if self.on_device + size <= self.device_bytes:
             self.on_device += size
-            self.counts["device"] += 1
-            return kept
-        if self.on_host + size <= self.host_bytes and self.worth_host(size):
+            where = "device"
+        elif self.on_host + size <= self.host_bytes and self.worth_host(size):
             self.on_host += size
-            self.counts["host"] += 1
-            return _to_host(kept)
-        self.counts["sampled"] = sampled  # compared whole, at once
-        self.counts["at_once"] += 1
-        return None
+            where = "host"
+            kept = _map_leaves(kept, _leaf_to_host)
+        else:
+            self.counts["at_once"] += 1
+            return None
+        self.counts[where] += 1
+        self.counts["sampled"] += sum(isinstance(leaf, Sample) for leaf in leaves)
+        return kept
 
     def _shrink(self, value: Any) -> Any:
-        if isinstance(value, torch.Tensor):
-            tensor = _TENSOR.detach(value)
-            count = _TENSOR.numel(tensor)
-            if count * tensor.element_size() <= SAMPLE_ELEMENTS * (INDEX_BYTES + tensor.element_size()):
-                return detach_copy(tensor)  # no larger than its sample would be
-            index = torch.randint(
-                count, (SAMPLE_ELEMENTS,), generator=self._generator(tensor.device), device=tensor.device
-            )
-            self.counts["sampled"] += 1
-            return Sample(index, _TENSOR.take(tensor, index), tuple(tensor.shape), tensor.dtype)
-        if isinstance(value, tuple):
-            return tuple(self._shrink(v) for v in value)
-        if isinstance(value, list):
-            return [self._shrink(v) for v in value]
-        return value
+        """A private copy of an output tensor, or its :class:`Sample` when that is smaller."""
+        if not isinstance(value, torch.Tensor):
+            return value
+        tensor = _TENSOR.detach(value)
+        count = _TENSOR.numel(tensor)
+        if count * tensor.element_size() <= SAMPLE_ELEMENTS * (INDEX_BYTES + tensor.element_size()):
+            return detach_copy(tensor)  # no larger than its sample would be
+        index = torch.randint(count, (SAMPLE_ELEMENTS,), generator=self._generator(tensor.device), device=tensor.device)
+        return Sample(index, _TENSOR.take(tensor, index), tuple(tensor.shape), tensor.dtype)
 
     def _generator(self, device: torch.device) -> torch.Generator:
         if device not in self._generators:
@@ -164,7 +164,7 @@ class KeptOutputs:
     @staticmethod
     def back(kept: Any) -> Any:
         """A kept output with every tensor on the device it came from."""
-        return _from_host(kept)
+        return _map_leaves(kept, _leaf_from_host)
 
     def summary(self) -> dict[str, int]:
         """How many outputs were kept on the device, in host memory, compared at once, and how
@@ -233,14 +233,27 @@ def _pick(slack: Any, index: torch.Tensor | None) -> Any:
     return _TENSOR.take(slack, index.to(slack.device))
 
 
-def _kept_bytes(value: Any) -> int:
-    if isinstance(value, Sample):
-        return _kept_bytes(value.index) + _kept_bytes(value.values)
-    if isinstance(value, torch.Tensor):
-        return _TENSOR.numel(value) * value.element_size()
+def _map_leaves(value: Any, fn: Callable[[Any], Any]) -> Any:
+    """``value`` with ``fn`` applied to everything in it that is not a tuple or a list."""
+    if isinstance(value, tuple):
+        return tuple(_map_leaves(v, fn) for v in value)
+    if isinstance(value, list):
+        return [_map_leaves(v, fn) for v in value]
+    return fn(value)
+
+
+def _leaves(value: Any) -> Iterator[Any]:
     if isinstance(value, (tuple, list)):
-        return sum(_kept_bytes(v) for v in value)
-    return 0
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+def _leaf_bytes(leaf: Any) -> int:
+    if isinstance(leaf, Sample):
+        return _leaf_bytes(leaf.index) + _leaf_bytes(leaf.values)
+    return _TENSOR.numel(leaf) * leaf.element_size() if isinstance(leaf, torch.Tensor) else 0
 
 
 class _OnHost:
@@ -253,28 +266,16 @@ class _OnHost:
         self.tensor = _TENSOR.to(_TENSOR.detach(tensor), "cpu", copy=True)
 
 
-def _to_host(value: Any) -> Any:
-    if isinstance(value, Sample):
-        return Sample(_OnHost(value.index), _OnHost(value.values), value.shape, value.dtype)
-    if isinstance(value, torch.Tensor):
-        return _OnHost(value)
-    if isinstance(value, tuple):
-        return tuple(_to_host(v) for v in value)
-    if isinstance(value, list):
-        return [_to_host(v) for v in value]
-    return value
+def _leaf_to_host(leaf: Any) -> Any:
+    if isinstance(leaf, Sample):
+        return leaf.map(_OnHost)
+    return _OnHost(leaf) if isinstance(leaf, torch.Tensor) else leaf
 
 
-def _from_host(value: Any) -> Any:
-    if isinstance(value, _OnHost):
-        return _TENSOR.to(value.tensor, value.device)
-    if isinstance(value, Sample):
-        return Sample(_from_host(value.index), _from_host(value.values), value.shape, value.dtype)
-    if isinstance(value, tuple):
-        return tuple(_from_host(v) for v in value)
-    if isinstance(value, list):
-        return [_from_host(v) for v in value]
-    return value
+def _leaf_from_host(leaf: Any) -> Any:
+    if isinstance(leaf, Sample):
+        return leaf.map(_leaf_from_host)
+    return _TENSOR.to(leaf.tensor, leaf.device) if isinstance(leaf, _OnHost) else leaf
 
 
 def host_allowance(memory_mb: int, start_rss: int) -> int:
