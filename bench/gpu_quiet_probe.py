@@ -266,8 +266,17 @@ def disturbance(timer: Timer, device: str, rounds: int, calls: int, width: int, 
         if churn is not None:
             churn.join()
         _end(helpers)
-        samples.append({"part": "A", "round": i, "mode": mode, "window_s": round(window, 3),
-                        "contexts_started": sum(1 for s in started if t0 <= s <= t0 + window), "times": times})  # fmt: skip
+        in_window = sum(1 for s in started if t0 <= s <= t0 + window)
+        samples.append(
+            {
+                "part": "A",
+                "round": i,
+                "mode": mode,
+                "window_s": round(window, 3),
+                "contexts_started": in_window,
+                "times": times,
+            }
+        )
         print(f"A round {i} {mode}: {window:.2f}s", flush=True)
     return samples
 
@@ -335,9 +344,8 @@ def table(samples: list[dict[str, Any]], part: str, modes: list[str], base: str)
                 for s in samples
                 if s["part"] == part and s["mode"] == mode
             ]
-            lines.append(
-                f"| {work} | {mode} | {len(per)} | {tm:.4f} | {tm / ref - 1:+.2%} | {', '.join(f'{p:.3f}' for p in per)} |"
-            )
+            spread = ", ".join(f"{p:.3f}" for p in per)
+            lines.append(f"| {work} | {mode} | {len(per)} | {tm:.4f} | {tm / ref - 1:+.2%} | {spread} |")
     return lines
 
 

@@ -80,6 +80,9 @@ class Child:
     reference: bool = False
     #: evaluations it judged before this one (a judging reference child serves several)
     jobs: int = 0
+    #: a judging child sent back to wait for its next job, whose :data:`.wire.FREED` (its device
+    #: memory given back) the zygote has not read yet
+    freeing: bool = False
     #: the zygote's read-only descriptor of the child's ``output.txt``, opened before the fork: the
     #: printed output is read through it, never by path (a candidate can put a link there)
     output_fd: int = -1

@@ -14,8 +14,12 @@ candidate's child never touches them) with :func:`fcntl.flock`:
 A zygote that sees the turnstile taken (someone wants to time) stops its own children
 (``SIGSTOP``: a stopped process submits no device work and creates no context), lets go of its
 shared hold, and resumes them (``SIGCONT``) once the timing is over; the stopped time is not
-counted against their time limits. :mod:`fcntl` locks die with their process: a zygote that is
-killed frees its leases.
+counted against their time limits. A stopped process still tears down a device context it is
+leaving, and freeing device memory or starting or ending a context next to a timing moves its
+PyTorch calls (``bench/gpu_quiet_probe.py``), so a zygote holds the device shared until its
+exiting children are reaped and its judging child has given its memory back, and stops spares
+that are still starting their contexts. :mod:`fcntl` locks die with their process: a zygote that
+is killed frees its leases.
 
 Every call here is non-blocking; the zygote's supervision loop drives the state machine.
 """
@@ -181,6 +185,8 @@ class LeaseKeeper:
         self._paused: list[int] = []
         self._paused_at: float | None = None
         self._want_since: float | None = None
+        #: stopped while this job waits for the device alone (:meth:`want_exclusive`)
+        self._held: list[int] | None = None
 
     def enter(self, until: float, stopped: list[int]) -> bool:
         """Hold the device shared before the job starts (waiting up to ``until`` for another
@@ -199,11 +205,14 @@ class LeaseKeeper:
     def paused(self) -> bool:
         return self._paused_at is not None
 
-    def turn(self, pids: Callable[[], list[int]]) -> None:
+    def turn(self, pids: Callable[[], list[int]], settled: Callable[[], bool] = lambda: True) -> None:
         """One supervision turn of a job whose child is not timing: pause for another zygote's
-        timing, or resume after it."""
+        timing, or resume after it. ``settled()``: none of the job's processes is still exiting;
+        until then the device stays held, since a device context torn down next to a timing
+        slows its PyTorch calls (by 3-4 %, ``bench/gpu_quiet_probe.py``) and a stopped process
+        cannot stop its own teardown."""
         if self._paused_at is None:
-            if self.lease.state == "shared" and self.lease.timing_elsewhere():
+            if self.lease.state == "shared" and self.lease.timing_elsewhere() and settled():
                 self._pause(pids)
         elif self.lease.try_shared():
             self.resume()
@@ -224,25 +233,41 @@ class LeaseKeeper:
         self.lease.release()
         self._paused_at = self.clock()
 
-    def resume(self) -> None:
+    def resume(self, keep: list[int] | None = None) -> None:
+        """Resume the children stopped for another zygote's timing, but for ``keep``."""
         if self._paused_at is None:
             return
         for pid in self._paused:
-            signal_group(pid, signal.SIGCONT)
+            if pid not in (keep or ()):
+                signal_group(pid, signal.SIGCONT)
         self.paused_s += self.clock() - self._paused_at
         self._paused, self._paused_at = [], None
 
-    def want_exclusive(self) -> bool:
-        """One step towards timing alone (resumes paused children first: the one that asked must run)."""
-        self.resume()
+    def want_exclusive(self, hold: Callable[[], list[int]] = list) -> bool:
+        """One step towards timing alone. Paused children are resumed (the one that asked must
+        run) but for ``hold()`` (asked once: spares still starting their contexts), which stay
+        stopped until the device is held alone: the job holds nothing while it waits, so nothing
+        of it may start a context next to the timing it waits for."""
+        if self._held is None:
+            self._held = hold()
+            for pid in self._held:
+                signal_group(pid, signal.SIGSTOP)
+        self.resume(keep=self._held)
         now = self.clock()
         if self._want_since is None:
             self._want_since = now
         held = self.lease.want_exclusive()
-        if held and self._want_since is not None:
-            self.waited_s += now - self._want_since
-            self._want_since = None
+        if held:
+            self._release_held()
+            if self._want_since is not None:
+                self.waited_s += now - self._want_since
+                self._want_since = None
         return held
+
+    def _release_held(self) -> None:
+        for pid in self._held or ():
+            signal_group(pid, signal.SIGCONT)
+        self._held = None
 
     def wanted_for(self) -> float:
         """Seconds since this job's timing first asked for the lease (0 when it is not asking)."""
@@ -251,6 +276,7 @@ class LeaseKeeper:
     def leave(self, stop: list[int]) -> None:
         """The job is over: stop ``stop`` (spares still starting their device) and let go."""
         self.resume()
+        self._release_held()
         for pid in stop:
             signal_group(pid, signal.SIGSTOP)
         self.lease.release()

@@ -190,9 +190,6 @@ class ZygoteHandle:
                 # for devices), and where its lock files live (evaluation/device_lease.py).
                 "device_lease": os.environ.get("AKG_DEVICE_LEASE", ""),
                 "lease_dir": os.environ.get("AKG_LEASE_DIR") or None,
-                # "1": spares (forked from the zygote, no candidate code yet) go on starting their
-                # device contexts while a child times (default: stopped meanwhile).
-                "spares_in_timing": os.environ.get("AKG_SPARES_IN_TIMING", ""),
                 # "1" / "0": the timing stage's device gate (evaluation/device_gate.py) on / off
                 "timing_gate": os.environ.get("AKG_TIMING_GATE", ""),
                 # "1" / "0": on cuda, a child without the device compiles each job's Triton kernels

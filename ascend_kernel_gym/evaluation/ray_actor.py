@@ -19,7 +19,6 @@ from ascend_kernel_gym.evaluation.result import EvalRequest, EvalResult
 #: node's, which does not have them): how timing runs, where verdicts are made, the sandboxes
 FORWARDED_SETTINGS = (
     "AKG_TIMING_GATE",
-    "AKG_SPARES_IN_TIMING",
     "AKG_PRECOMPILE",
     "AKG_DEFER_REFERENCE",
     "AKG_JUDGE",

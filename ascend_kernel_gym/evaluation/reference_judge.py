@@ -21,9 +21,10 @@ The child serves one evaluation after another: when an evaluation is over the zy
 tensors and waits for the next job on the same pipe (the zygote keeps it as the next reference
 spare), so a worker starts one judging context per :data:`.wire.JUDGE_MAX_JOBS` evaluations
 instead of one per evaluation. Before each later job it collects garbage, empties the device's
-memory cache and puts back the torch settings a task's reference may have changed
-(:func:`torch_settings`). It never runs the candidate's code; a child whose job ended any other
-way (its plan unfinished, a failure of the task's reference, a broken pipe) is killed as before.
+memory cache (then says :data:`.wire.FREED`: the zygote holds the device until then) and puts
+back the torch settings a task's reference may have changed (:func:`torch_settings`). It never
+runs the candidate's code; a child whose job ended any other way (its plan unfinished, a failure
+of the task's reference, a broken pipe) is killed as before.
 
 A tensor the candidate's child could not hand over by handle arrives as bytes and is moved to
 the device here. The imports of one trial may not exceed :meth:`.judge.Judge.trial_bytes_limit`
@@ -52,6 +53,7 @@ from ascend_kernel_gym.evaluation.reference_run import plan_or_failure
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.tensor_wire import WireError, encode_payload_parts
 from ascend_kernel_gym.evaluation.wire import (
+    FREED,
     HEADER,
     JOB_TAKEN,
     RESULT,
@@ -74,6 +76,7 @@ def judge_main(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prep
             _free_device_memory(prepared.device)
             if prepared.device is not None:  # the next job's peak is its own
                 device_peak_bytes(prepared.device.type, reset=True)
+            os.write(result_fd, FREED)  # the zygote lets go of the device only now
             message = read_message(job_fd)
             if not isinstance(message, dict) or message.get("role") != "judge":
                 return  # the zygote closed the pipe (it shuts down, or replaces this child)

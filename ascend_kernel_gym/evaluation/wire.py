@@ -50,6 +50,11 @@ TIMED = b"E"
 #: written to a judging reference child where its next trial would come: the evaluation is over
 #: (an empty trial header); it then waits for its next job (:mod:`.reference_judge`)
 END_OF_JOB = HEADER.pack(0)
+#: what a judging reference child writes on its result pipe after :data:`END_OF_JOB`, once it has
+#: given its cached device memory back: the zygote holds the device until then, since freeing
+#: device memory next to a neighbour's timing slows the neighbour's PyTorch calls (a reference's
+#: timing by up to 55 %, ``bench/gpu_quiet_probe.py``)
+FREED = b"F"
 #: written to a reference child whose job defers its plan (:attr:`.job.Job.defer_plan`), once the
 #: candidate's child asks for the plan: a trial header no zygote writes (its length is the largest)
 BUILD_PLAN = HEADER.pack((1 << 64) - 1)

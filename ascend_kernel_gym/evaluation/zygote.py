@@ -14,8 +14,9 @@ The zygote supervises each child: wall-clock deadline (``SIGKILL`` to the child'
 group), resident-memory cap (polled from ``/proc``), collection of the one result message
 (answered as soon as it is complete: the child's exit and device teardown happen after the
 reply, while the caller reads it, and the next job is handed out only once that child is
-reaped), classification of deaths (timeout, signal, exit without a result), and removal of
-the child's temporary directory.
+reaped; where workers share a device its lease is held until then, :meth:`Zygote.end_job`),
+classification of deaths (timeout, signal, exit without a result), and removal of the child's
+temporary directory.
 
 Protocol with the calling process (over the zygote's stdin / stdout, :mod:`.wire` messages;
 both ends are harness code): a config dict first, then ``{"job": Job, "timeout": s}`` per
@@ -63,6 +64,7 @@ from ascend_kernel_gym.evaluation.wire import (
     CONTINUE,
     DEFAULT_JUDGE,
     END_OF_JOB,
+    FREED,
     GO,
     JUDGE_MAX_JOBS,
     JUDGE_MODES,
@@ -81,6 +83,9 @@ from ascend_kernel_gym.evaluation.zygote_warm import device_touched, warm_device
 
 #: the longest a job waits for earlier children to finish exiting before it is handed out anyway
 SETTLE_MAX_S = 30.0
+#: the longest the zygote waits for a judging child to give its memory back after a job
+#: (:data:`.wire.FREED`); one that takes longer is replaced
+FREE_MAX_S = 10.0
 RSS_POLL_S = 0.05
 
 
@@ -124,9 +129,8 @@ class Zygote:
         self.stall_scaled = True
         #: spares stopped when the last job ended (they resume under the next job's lease)
         self.stopped_spares: list[int] = []
-        #: spares (no candidate code has run in them) go on starting their device contexts while
-        #: a child of this or another worker times, instead of being stopped or waited for
-        self.spares_in_timing = switch(str(config.get("spares_in_timing") or ""), False)
+        #: the running (or just answered) job's hold on the device's lease, let go by :meth:`end_job`
+        self.keeper: LeaseKeeper | None = None
         self.timing_gate = str(config.get("timing_gate") or "")  # AKG_TIMING_GATE (not in our environment)
         #: whether a device-free child compiles each job's kernels ahead (:mod:`.precompile`):
         #: AKG_PRECOMPILE "1" / "0", else on where the device is shared (a job's ``device_share``
@@ -453,9 +457,8 @@ class Zygote:
         pre, self.pre_run = self.pre_run, None
         if pre is not None:
             pre.finish()
+        self.keeper = keeper  # held until the job's children are gone (:meth:`end_job`)
         if keeper is not None:
-            self.stopped_spares = [] if self.spares_in_timing else [s.pid for s in self.spares if not s.ready]
-            keeper.leave(self.stopped_spares)
             deadline += keeper.paused_s
         wall = time.perf_counter() - started
         reply = final_reply(run, job, judge, keeper)
@@ -539,6 +542,7 @@ class Zygote:
                 pass
             else:
                 child.jobs += 1
+                child.freeing = True
                 self.spares.insert(0, child)
                 return
         if reference.status is None:
@@ -589,11 +593,11 @@ class Zygote:
             if self.pre_run is not None:
                 self.pre_run.poll()
             if keeper is not None:
-                if not timing_over and run.go_at is not None and run.timed_at is not None:
+                if not timing_over and run.go_at is not None and run.timed_at is not None and self._settled():
                     timing_over = True  # what is left (checks, the result) needs no quiet device
                     keeper.end_timing(lambda: self._pausable(child, reference))
                 if (run.go_at is None or timing_over) and quiet_since is None and run.status is None:  # not timing
-                    keeper.turn(lambda: self._pausable(child, reference))
+                    keeper.turn(lambda: self._pausable(child, reference), self._settled)
                 deadline = base_deadline + keeper.paused_s
                 if run.progress_at is not None:  # stopped time is no lack of progress either
                     run.progress_at += keeper.paused_s - paused_seen
@@ -716,14 +720,17 @@ class Zygote:
             return self._quiet() or asked_s > QUIET_MAX_S
         now = time.perf_counter()
         if run.lease_at is None:
-            if not keeper.want_exclusive():
+            # a child of this job still exiting keeps the device held shared until it is gone
+            if not self._settled() and asked_s <= LEASE_EXTRA_MAX_S:
+                return False
+            if not keeper.want_exclusive(lambda: [spare.pid for spare in self.spares if not spare.ready]):
                 return keeper.wanted_for() > LEASE_EXTRA_MAX_S
             run.lease_at = now  # this worker's own quiet wait starts now
         return self._quiet() or now - run.lease_at > QUIET_MAX_S
 
     def _pausable(self, child: Child, reference: ChildStream | None) -> list[int]:
         """This job's processes that work on the device: its children and the spares still starting."""
-        pids = [child.pid] + [spare.pid for spare in self.spares if not spare.ready and not self.spares_in_timing]
+        pids = [child.pid] + [spare.pid for spare in self.spares if not spare.ready]
         if reference is not None and reference.status is None:
             pids.append(reference.child.pid)
         return pids
@@ -812,8 +819,43 @@ class Zygote:
 
     def _quiet(self) -> bool:
         """No other child of this worker is starting or tearing down a device context."""
+        return self._settled() and all(spare.ready for spare in self.spares)
+
+    def _settled(self) -> bool:
+        """Every child this worker retired has exited (reaped now where it has)."""
         self._reap()
-        return not self.exiting and (self.spares_in_timing or all(spare.ready for spare in self.spares))
+        return not self.exiting
+
+    def end_job(self) -> None:
+        """After the job's reply: hold the device until the job's children have exited and its
+        judging child has given its device memory back (a teardown or a free next to a
+        neighbour's timing moves it, ``bench/gpu_quiet_probe.py``), then stop the spares still
+        starting their contexts and let go of the device (:mod:`.device_lease`)."""
+        until = time.perf_counter() + SETTLE_MAX_S
+        for spare in [spare for spare in self.spares if spare.freeing]:
+            if not self._await_freed(spare, min(until, time.perf_counter() + FREE_MAX_S)):
+                self.spares.remove(spare)
+                self._discard(spare)  # a judge that will not say it is idle serves no further job
+        self._settle(until)
+        keeper, self.keeper = self.keeper, None
+        if keeper is not None:
+            self.stopped_spares = [spare.pid for spare in self.spares if not spare.ready]
+            keeper.leave(self.stopped_spares)
+
+    @staticmethod
+    def _await_freed(child: Child, until: float) -> bool:
+        """Read a judging child's :data:`.wire.FREED` (by ``until``); False for anything else."""
+        while True:
+            left = until - time.perf_counter()
+            if left <= 0:
+                return False
+            if select.select([child.result_fd], [], [], min(left, 0.5))[0]:
+                try:
+                    byte = os.read(child.result_fd, 1)
+                except OSError:
+                    return False
+                child.freeing = False
+                return byte == FREED
 
     @staticmethod
     def _kill(pid: int) -> None:
@@ -860,6 +902,7 @@ def main() -> None:
                 break
             reply = zygote.run_job(message["job"], float(message["timeout"]), int(message.get("memory_mb", 0)))
             write_message(proto_out, reply)
+            zygote.end_job()  # the caller reads the reply meanwhile
     finally:
         zygote.shutdown()
         shutil.rmtree(zygote.root, ignore_errors=True)

@@ -114,6 +114,58 @@ def test_keeper_stops_its_children_during_a_timing_elsewhere_and_counts_the_paus
     assert _wait_state(pid, "S") != "T"
 
 
+def test_keeper_holds_the_device_while_a_child_of_its_job_is_still_exiting(lease_dir, sleeping_child):
+    # A stopped process still tears its device context down; that next to a timing moved the
+    # PyTorch references' times by 3-4 % (bench/gpu_quiet_probe.py): no pause (and no letting go)
+    # before the job's exiting children are gone.
+    pid = sleeping_child
+    keeper = LeaseKeeper(DeviceLease("dev", lease_dir), time.perf_counter)
+    assert keeper.enter(time.perf_counter() + 5, stopped=[])
+    timer = DeviceLease("dev", lease_dir)
+    assert not timer.want_exclusive()
+    exiting = [True]
+    keeper.turn(lambda: [pid], lambda: not exiting[0])
+    assert not keeper.paused and keeper.lease.state == "shared"
+    assert not timer.want_exclusive()  # the timing waits for the teardown
+    exiting[0] = False
+    keeper.turn(lambda: [pid], lambda: not exiting[0])
+    assert keeper.paused and _wait_state(pid, "T") == "T"
+    assert timer.want_exclusive()
+    timer.release()
+    keeper.turn(lambda: [pid])
+    assert not keeper.paused
+
+
+def test_a_job_waiting_to_time_keeps_its_starting_spares_stopped_until_it_holds_the_device(lease_dir, sleeping_child):
+    # While it waits for the device alone the job holds nothing: a spare of it starting its
+    # context then would do so next to the timing it waits for.
+    child = sleeping_child
+    spare = os.fork()
+    if spare == 0:  # pragma: no cover - it just sleeps
+        os.setpgid(0, 0)
+        time.sleep(30)
+        os._exit(0)
+    try:
+        keeper = LeaseKeeper(DeviceLease("dev", lease_dir), time.perf_counter)
+        assert keeper.enter(time.perf_counter() + 5, stopped=[])
+        timer = DeviceLease("dev", lease_dir)
+        assert not timer.want_exclusive()
+        keeper.turn(lambda: [child, spare])
+        assert keeper.paused and timer.want_exclusive()  # the other worker times; both stopped
+        assert not keeper.want_exclusive(lambda: [spare])  # the job's child asked to time next
+        assert _wait_state(child, "S") != "T"  # the child that asked runs
+        assert _wait_state(spare, "T") == "T"  # the starting spare does not
+        assert not keeper.want_exclusive(lambda: [])
+        assert _state(spare) == "T"
+        timer.release()
+        assert keeper.want_exclusive(lambda: [])
+        assert _wait_state(spare, "S") != "T"  # its own timing waits for it (the zygote's quiet rule)
+        keeper.leave([])
+    finally:
+        os.kill(spare, signal.SIGKILL)
+        os.waitpid(spare, 0)
+
+
 def test_after_its_timed_calls_a_job_holds_the_device_shared_again(lease_dir):
     keeper = LeaseKeeper(DeviceLease("dev", lease_dir), time.perf_counter)
     assert keeper.enter(time.perf_counter() + 5, stopped=[])

@@ -280,19 +280,19 @@ def test_an_actor_applies_the_drivers_evaluation_settings_and_not_its_nodes(monk
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AKG_TIMING_GATE", "1")
     monkeypatch.setenv("CUDA_DEVICE_MAX_CONNECTIONS", "2")
-    monkeypatch.delenv("AKG_SPARES_IN_TIMING", raising=False)
+    monkeypatch.delenv("AKG_PRECOMPILE", raising=False)
     monkeypatch.setenv("AKG_LEASE_DIR", "/node/own")
     settings = ray_actor.forwarded_settings()
     assert settings == {"AKG_TIMING_GATE": "1", "CUDA_DEVICE_MAX_CONNECTIONS": "2"}
     # On the actor's node: its own values, one setting the driver did not make, a stray key.
     monkeypatch.setenv("AKG_TIMING_GATE", "0")
-    monkeypatch.setenv("AKG_SPARES_IN_TIMING", "1")
+    monkeypatch.setenv("AKG_PRECOMPILE", "1")
     seen: dict[str, str | None] = {}
 
     def factory(**kwargs) -> object:
-        seen.update({k: os.environ.get(k) for k in ("AKG_TIMING_GATE", "AKG_SPARES_IN_TIMING", "PATH_X")})
+        seen.update({k: os.environ.get(k) for k in ("AKG_TIMING_GATE", "AKG_PRECOMPILE", "PATH_X")})
         return object()
 
     ray_actor.PoolActor(factory, "interpreter", 1, {**settings, "PATH_X": "/evil"})
-    assert seen == {"AKG_TIMING_GATE": "1", "AKG_SPARES_IN_TIMING": None, "PATH_X": None}
+    assert seen == {"AKG_TIMING_GATE": "1", "AKG_PRECOMPILE": None, "PATH_X": None}
     assert os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS") == "2" and os.environ["AKG_LEASE_DIR"] == "/node/own"

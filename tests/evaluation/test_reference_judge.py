@@ -21,7 +21,7 @@ from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.judge import Judge, Verdict
 from ascend_kernel_gym.evaluation.reference_judge import verdict_message
 from ascend_kernel_gym.evaluation.remote_judge import RemoteJudge
-from ascend_kernel_gym.evaluation.wire import HEADER, frame
+from ascend_kernel_gym.evaluation.wire import FREED, HEADER, JOB_TAKEN, frame
 from ascend_kernel_gym.tasks import get_task
 
 pytestmark = pytest.mark.slow
@@ -235,10 +235,13 @@ def test_an_idle_judge_gives_the_last_jobs_device_memory_back_before_it_waits() 
     os.close(taken_write)
     _, status = os.waitpid(pid, 0)
     events = os.read(log_read, 4096).decode().split()
+    said = os.read(taken_read, 16)
     os.close(log_read)
     os.close(taken_read)
     assert os.waitstatus_to_exitcode(status) == 0
     assert events == ["judged", "empty_cache", "waits", "judged"]
+    # FREED once its memory is back (the zygote holds the device until then), then the next job's JOB_TAKEN
+    assert said == FREED + JOB_TAKEN
 
 
 def test_the_judge_lets_go_of_the_references_outputs_once_every_trial_passed() -> None:
