@@ -28,6 +28,13 @@ measurement itself is :func:`time_side_by_side`):
   that stalls its host on purpose gains no second call on inputs it has seen. Measuring from an idle device
   instead puts the host's wake-up and launch jitter (tens of microseconds, varying between
   processes) into every sample, which dominated 0.1 ms kernels on an H200;
+- in stream mode, when the reference runs second in its round, its load (the round's set, already
+  drawn) is queued behind the candidate's timed call: the host copies it once the candidate's end
+  event is queued (and the gate released), before the synchronize, so the device runs the call
+  meanwhile and the copies after the window. Not in check or audit rounds (the snapshot check
+  comes first there), never a later round's set, and dropped when the candidate's call is timed
+  again (the reference then loads after the kept call). The candidate's load is never queued
+  (``QUEUED_LOADS``);
 - *synchronized mode*: every Triton launch is probed for the current stream; a launch on any
   stream other than the timing stream (in warm-up or in any timed round) makes the whole
   measurement restart as ``synchronize(); flush; synchronize(); start.record(); fn();
@@ -107,6 +114,11 @@ HOST_FACTOR = 1.5
 MAX_CUSHION_MS = 3.0
 #: the shortest wait the device gate is armed with (the flush write before it counts towards the cushion)
 GATE_MIN_MS = 0.05
+#: the models whose load may be queued behind the other model's timed call, on the device while
+#: the host loads (stream mode, not in check or audit rounds): the reference's only. The candidate's
+#: load starts by collecting garbage (``correctness.enter_candidate_call``), which can run candidate
+#: code (a generator's ``finally``): work it launched on a side stream could overlap the reference's window.
+QUEUED_LOADS = frozenset({"ref"})
 #: the cushion the CPU stand-in claims (none: no call there is re-timed; tests set one)
 CPU_CUSHION_MS = 0.0
 STREAM_MODE = "stream"
@@ -217,7 +229,9 @@ def time_side_by_side(
 
     ``run_*`` must return a zero-argument callable that performs only the model call, after
     having copied set ``k`` into the model's input buffers. Round ``r`` uses set ``r mod
-    num_sets`` (a call timed again, set ``k + num_sets * attempt``); warm-up uses set ``-1``. In
+    num_sets`` (a call timed again, set ``k + num_sets * attempt``); warm-up uses set ``-1``. In stream
+    mode ``run_reference(k)`` may run while the candidate's timed call on set ``k`` still runs on the
+    device (:data:`QUEUED_LOADS`); anything it launches on the stream comes after that call. In
     the check and audit rounds (chosen at random, untimed): ``after_candidate(k)`` runs right
     after the candidate's call, ``check(k)`` once both models ran (``k``: the set the
     candidate's call was timed on), then ``audit(k)`` in the audit rounds. ``side_stream_launches()`` counts
@@ -460,10 +474,20 @@ def timed_call(call: Callable[[], Any], dev: Any, flush: torch.Tensor, fills: in
 
 
 def timed_call_host(
-    call: Callable[[], Any], dev: Any, flush: torch.Tensor, fills: int, mode: str, rep: int
+    call: Callable[[], Any],
+    dev: Any,
+    flush: torch.Tensor,
+    fills: int,
+    mode: str,
+    rep: int,
+    *,
+    between: Callable[[], None] | None = None,
 ) -> tuple[float, float]:
     """:func:`timed_call`, and the host's milliseconds from the first flush write's launch until
-    ``call`` returned (in stream mode, the window holds idle device time when this passes the cushion)."""
+    ``call`` returned (in stream mode, the window holds idle device time when this passes the cushion).
+
+    ``between()`` runs once the end event is queued, before the final synchronize (which runs
+    even when it raises): what it launches on the stream comes after the window."""
     start = dev.Event(enable_timing=True)
     end = dev.Event(enable_timing=True)
     dev.synchronize()
@@ -478,16 +502,32 @@ def timed_call_host(
     if mode == SYNC_MODE:
         dev.synchronize()
     end.record()
-    dev.synchronize()  # device-wide, outside the window in stream mode: nothing is left running
+    _then_synchronize(dev, between)  # device-wide, outside the window in stream mode: nothing is left running
     return float(start.elapsed_time(end)), host_ms
 
 
+def _then_synchronize(dev: Any, between: Callable[[], None] | None) -> None:
+    try:
+        if between is not None:
+            between()
+    finally:
+        dev.synchronize()
+
+
 def gated_call_host(
-    call: Callable[[], Any], dev: Any, flush: torch.Tensor, gate: Any, limit_ms: float, rep: int
+    call: Callable[[], Any],
+    dev: Any,
+    flush: torch.Tensor,
+    gate: Any,
+    limit_ms: float,
+    rep: int,
+    *,
+    between: Callable[[], None] | None = None,
 ) -> tuple[float, float, bool]:
     """:func:`timed_call_host` in stream mode with the device gate: the L2 flush, then the gate,
     which holds the device until ``call`` has returned (or ``limit_ms`` at most); also whether the
-    gate opened by its limit (then the window may hold idle device time)."""
+    gate opened by its limit (then the window may hold idle device time). ``between()`` runs once
+    the gate is released, before the final synchronize."""
     start = dev.Event(enable_timing=True)
     end = dev.Event(enable_timing=True)
     dev.synchronize()
@@ -499,7 +539,7 @@ def gated_call_host(
     end.record()  # queued before the gate opens: the device never waits for it inside the window
     host_ms = (time.perf_counter() - t0) * 1e3
     gate.release()
-    dev.synchronize()
+    _then_synchronize(dev, between)
     return float(start.elapsed_time(end)), host_ms, gate.opened_by_limit()
 
 
@@ -534,24 +574,39 @@ def _rounds(
             dev.synchronize()
         order = [("cand", run_candidate), ("ref", run_reference)]
         rng.shuffle(order)
+        checked = rep in check_at or rep in audit_at
+        second = order[1]
+        # The second model's load on the round's set, queued behind the first model's call (not
+        # where ``after_candidate`` must come first: no harness code may run before it).
+        queued = None
+        if mode == STREAM_MODE and not checked and second[0] in QUEUED_LOADS:
+            queued = _Queued(second[1], k, watch)
         cand_key = k
-        for which, prepare in order:
+        for slot, (which, prepare) in enumerate(order):
             for attempt in range(1 + HOST_RETRIES):
                 # Timed again on a fresh input set: a model that stalls its host on purpose must
                 # not get a second call on inputs it has just seen (and could have cached).
                 key = k + num_sets * attempt
+                between = queued if slot == 0 and attempt == 0 else None
                 t0 = time.perf_counter()
-                call = prepare(key)
+                call = queued.take() if queued is not None and slot == 1 and attempt == 0 else None
+                if call is None:
+                    call = prepare(key)
                 t1 = time.perf_counter()
                 if pad.gate is not None and mode == STREAM_MODE:
-                    elapsed, host_ms, exposed = gated_call_host(call, dev, flush, pad.gate, pad.gate_ms or 0.0, rep)
+                    elapsed, host_ms, exposed = gated_call_host(
+                        call, dev, flush, pad.gate, pad.gate_ms or 0.0, rep, between=between
+                    )
                 else:
-                    elapsed, host_ms = timed_call_host(call, dev, flush, pad.fills, mode, rep)
+                    elapsed, host_ms = timed_call_host(call, dev, flush, pad.fills, mode, rep, between=between)
                     exposed = mode == STREAM_MODE and pad.ms > 0 and host_ms > HOST_SHARE * pad.ms
                 host.load_s += t1 - t0
                 host.calls_s += time.perf_counter() - t1
-                if which == "cand" and watch is not None and watch[0]() != watch[1]:
-                    raise _SideStreamLaunchError
+                if between is not None:  # the second model's load ran inside the call's span
+                    host.load_s += between.load_s
+                    host.calls_s -= between.load_s
+                if which == "cand":
+                    _check_side_streams(watch)
                 if not exposed:
                     break
                 pad.grow(host_ms)
@@ -561,17 +616,46 @@ def _rounds(
                     host.kept_exposed[which] += 1
                     break
                 host.retries[which] += 1
+                if queued is not None:
+                    queued.take()  # dropped: the second model loads again once the first one's call is kept
             host.samples[which].append(host_ms)
             (cand_times if which == "cand" else ref_times).append(elapsed)
             if which == "cand":
                 cand_key = key
-                if after_candidate is not None and (rep in check_at or rep in audit_at):
+                if after_candidate is not None and checked:
                     after_candidate(key)  # untimed: the library snapshot, before the reference runs
-        if check is not None and (rep in check_at or rep in audit_at):
+        if check is not None and checked:
             check(cand_key)  # untimed: the candidate's output of this round, on the set it was timed on
         if rep in audit_at:
             audit(k)
     return cand_times, ref_times
+
+
+class _Queued:
+    """The second model's call of a round, loaded on the round's set ``k`` as the ``between`` of
+    the first model's timed call, once the side-stream count is checked."""
+
+    def __init__(self, prepare: Callable[[int], Any], k: int, watch: _Watch) -> None:
+        self.prepare = prepare
+        self.k = k
+        self.watch = watch
+        self.call: Callable[[], Any] | None = None
+        self.load_s = 0.0
+
+    def __call__(self) -> None:
+        _check_side_streams(self.watch)
+        t0 = time.perf_counter()
+        self.call = self.prepare(self.k)
+        self.load_s = time.perf_counter() - t0
+
+    def take(self) -> Callable[[], Any] | None:
+        call, self.call = self.call, None
+        return call
+
+
+def _check_side_streams(watch: _Watch) -> None:
+    if watch is not None and watch[0]() != watch[1]:
+        raise _SideStreamLaunchError
 
 
 def _keeping_stream(prepare: Callable[[int], Any], dev: Any) -> Callable[[int], Any]:

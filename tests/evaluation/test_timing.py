@@ -687,3 +687,248 @@ def test_copying_pytorchs_copy_during_timing_is_refused_by_the_audits(evaluator,
     result = _timed(evaluator, add_task(tmp_path), code)
     assert result.error_type == ErrorType.TORCH_FALLBACK and result.hack, result.error_message
     assert result.stage == Stage.PERFORMANCE
+
+
+# --- the second model's load, queued behind the first model's timed call ------------------------------
+
+
+class RecordingDevice:
+    """The CPU stand-in, writing its synchronizes and event records into ``log``."""
+
+    def __init__(self, clock, log: list) -> None:
+        self.clock = clock
+        self.log = log
+
+    def Event(self, enable_timing: bool = True):
+        device = self
+
+        class Event(timing._CpuEvent):
+            def record(self) -> None:
+                super().record()
+                device.log.append(("event",))
+
+        return Event(self.clock)
+
+    def synchronize(self) -> None:
+        self.log.append(("sync",))
+
+
+class LoggingGate:
+    """A device gate that writes its arms and releases into ``log``; opens by its limit when
+    ``by_limit(last call)`` says so (the last ``("call", name, k)`` in the log)."""
+
+    def __init__(self, log: list, by_limit) -> None:
+        self.log = log
+        self.by_limit = by_limit
+
+    def arm(self, limit_ms: float) -> None:
+        self.log.append(("arm",))
+
+    def release(self) -> None:
+        self.log.append(("release",))
+
+    def opened_by_limit(self) -> bool:
+        return self.by_limit(next(e[:3] for e in reversed(self.log) if e[0] == "call"))
+
+
+def _logged(clock: FakeClock, log: list, name: str, ms: float, load_s: float = 0.0):
+    """A model whose loads and calls go into ``log``; a call carries the number of the load that made it."""
+    import itertools
+    import time
+
+    loads = itertools.count()
+
+    def prepare(k: int):
+        if k >= 0:
+            time.sleep(load_s)
+        made_by = next(loads)
+        log.append(("load", name, k, made_by))
+
+        def call() -> None:
+            log.append(("call", name, k, made_by))
+            clock.advance(ms)
+
+        return call
+
+    return prepare
+
+
+def _queue_protocol(monkeypatch, log: list, reps: int = 8, **kwargs):
+    """The rounds on a device that writes into ``log`` (num_sets = reps: round r draws set r, timed
+    again r + reps); returns the result and the log from the first timed round's load on."""
+    clock = FakeClock()
+    monkeypatch.setattr(timing, "device_module", lambda device_type, clock: RecordingDevice(clock, log))
+    load_s = kwargs.pop("load_s", 0.0)
+    kwargs = dict(audit=lambda k: log.append(("audit", k)), audit_rounds=0, check_rounds=0) | kwargs
+    result = timing.time_side_by_side(
+        _logged(clock, log, "cand", 4.0, load_s), _logged(clock, log, "ref", 2.0, load_s), device_type="cpu",
+        num_sets=reps, reps=reps, warmup=1, rng=random.Random(3), flush_bytes=1 << 12, warmup_s=0.0, clock=clock,
+        **kwargs,
+    )  # fmt: skip
+    first = next(i for i, e in enumerate(log) if e[0] == "load" and e[2] >= 0)
+    return result, log[first:]
+
+
+def _orders(log: list, reps: int) -> list[tuple[str, str]]:
+    """Which model was called first in each round."""
+    firsts = [next(e[1] for e in log if e[0] == "call" and e[2] % reps == r) for r in range(reps)]
+    return [(first, "ref" if first == "cand" else "cand") for first in firsts]
+
+
+def _window(name: str, k: int, mode: str = timing.STREAM_MODE) -> list[tuple]:
+    """A timed call from its first synchronize to its end event."""
+    if mode == timing.SYNC_MODE:
+        return [("sync",), ("sync",), ("event",), ("call", name, k), ("sync",), ("event",)]
+    return [("sync",), ("event",), ("call", name, k), ("event",)]
+
+
+def _expected_round(first: str, second: str, r: int, queued: bool, checked: bool = False) -> list[tuple]:
+    """A round without timed-again calls: the second model's load queued behind the first model's
+    call (before its synchronize) or after it, and the untimed checks where they belong."""
+    after = [("after", r)] if checked else []
+    seq = [("load", first, r), *_window(first, r)]
+    if queued:
+        seq += [("load", second, r), ("sync",)]
+    else:
+        seq += [("sync",), *(after if first == "cand" else []), ("load", second, r)]
+    seq += [*_window(second, r), ("sync",), *(after if second == "cand" else [])]
+    return seq + ([("check", r)] if checked else [])
+
+
+def _stripped(log: list) -> list[tuple]:
+    return [e[:3] for e in log]
+
+
+def _made_by_last_load(log: list) -> bool:
+    """Every call is the one its model's last load before it made."""
+    last = {}
+    for e in log:
+        if e[0] == "load":
+            last[e[1]] = e[3]
+        elif e[0] == "call" and e[3] != last[e[1]]:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("queued_loads", [timing.QUEUED_LOADS, {"cand", "ref"}])
+def test_the_second_models_load_is_queued_behind_the_first_ones_window_in_its_round_only(
+    monkeypatch, queued_loads
+) -> None:
+    monkeypatch.setattr(timing, "QUEUED_LOADS", frozenset(queued_loads))
+    result, log = _queue_protocol(monkeypatch, [])
+    orders = _orders(log, 8)
+    assert {first for first, _ in orders} == {"cand", "ref"}  # both orders happen with this seed
+    expected = [e for r, (a, b) in enumerate(orders) for e in _expected_round(a, b, r, b in queued_loads)]
+    # After the first call's end event and before its synchronize, so outside its window; the next
+    # round's set is loaded only once both calls of the round are over (synchronized).
+    assert _stripped(log) == expected
+    assert _made_by_last_load(log)
+    assert result.details["kernel_ms_samples"] == pytest.approx([4.0] * 8)
+    assert result.details["ref_ms_samples"] == pytest.approx([2.0] * 8)
+
+
+def test_the_candidates_load_is_never_queued_behind_the_reference() -> None:
+    # Collecting garbage before the candidate's load can run candidate code, whose side-stream work
+    # would overlap the reference's window if the reference's call were still running.
+    assert timing.QUEUED_LOADS == {"ref"}
+
+
+def test_a_queued_load_counts_as_load_time_not_as_call_time(monkeypatch) -> None:
+    result, log = _queue_protocol(monkeypatch, [], reps=6, load_s=0.02)
+    assert ("cand", "ref") in _orders(log, 6)  # some rounds queued the reference's load
+    host = result.details["host"]
+    assert host["load_s"] >= 2 * 6 * 0.02
+    assert host["calls_s"] < 0.02  # the fake calls take no wall time; the queued loads are not theirs
+
+
+def test_no_load_is_queued_in_checked_or_audited_rounds(monkeypatch) -> None:
+    reps = 10
+    log: list = []
+    _, timed = _queue_protocol(
+        monkeypatch, log, reps=reps, audit_rounds=2, check_rounds=3, after_candidate=lambda k: log.append(("after", k)),
+        check=lambda k: log.append(("check", k)),
+    )  # fmt: skip
+    checked = {e[1] for e in timed if e[0] == "check"}
+    audited = {e[1] for e in timed if e[0] == "audit"}
+    assert audited <= checked and 3 <= len(checked) <= 5
+    orders = _orders(timed, reps)
+    assert {orders[r][0] for r in checked} == {"cand", "ref"}
+    assert any(orders[r][0] == "cand" for r in set(range(reps)) - checked)  # and a queued one
+    expected = []
+    for r, (a, b) in enumerate(orders):
+        expected += _expected_round(a, b, r, queued=b == "ref" and r not in checked, checked=r in checked)
+        expected += [("audit", r)] if r in audited else []
+    # where the candidate ran first in a checked round, the snapshot check comes before any other
+    # harness code, the reference's load with it
+    assert _stripped(timed) == expected
+
+
+def test_synchronized_mode_queues_no_load(monkeypatch) -> None:
+    launches = {"n": 0}
+
+    def counter() -> int:
+        launches["n"] += 1  # a side-stream launch in the warm-up already
+        return launches["n"]
+
+    result, log = _queue_protocol(monkeypatch, [], side_stream_launches=counter)
+    assert result.details["mode"] == timing.SYNC_MODE
+    expected = []
+    for r, (a, b) in enumerate(_orders(log, 8)):
+        for name in (a, b):
+            expected += [("load", name, r), *_window(name, r, timing.SYNC_MODE), ("sync",)]
+    assert _stripped(log)[: len(expected)] == expected
+    assert {e[0] for e in log[len(expected) :]} == {"sync", "event"}  # the empty calls' overhead
+
+
+def test_a_side_stream_launch_in_the_first_call_stops_the_queued_load_and_restarts(monkeypatch) -> None:
+    log: list = []
+    launches = {"n": 0}
+    monkeypatch.setattr(timing, "QUEUED_LOADS", frozenset({"cand", "ref"}))
+
+    def counter() -> int:
+        timed = [e for e in log if e[0] == "call" and e[2] >= 0]
+        # the first timed call that opened its round launched on a side stream
+        if len(timed) % 2 == 1 and launches["n"] == 0:
+            launches["n"] = 1
+        return launches["n"]
+
+    result, timed = _queue_protocol(monkeypatch, log, side_stream_launches=counter)
+    assert result.details["mode"] == timing.SYNC_MODE
+    first_call = next(i for i, e in enumerate(timed) if e[0] == "call")
+    # the first call's end event, its synchronize, and the synchronized rounds from round 0 on
+    assert _stripped(timed[first_call + 1 : first_call + 4]) == [("event",), ("sync",), ("load", timed[0][1], 0)]
+    assert len(result.details["kernel_ms_samples"]) == 8
+
+
+def test_a_queued_load_is_dropped_when_the_first_call_is_timed_again(monkeypatch) -> None:
+    """The gate opens by its limit in the candidate's first call of every round: in the first three
+    rounds (the retry budget) it is timed again on set r + reps, and a reference load queued behind
+    it is dropped; the reference loads set r again after the candidate's kept call. Later rounds
+    keep the exposed call, and with it the queued load."""
+    monkeypatch.setattr(timing, "CPU_CUSHION_MS", 2.0)
+    monkeypatch.setattr(timing, "HOST_RETRY_SHARE", 0.3)
+    reps, retried = 10, 3
+    log: list = []
+    gate = LoggingGate(log, lambda call: call[:2] == ("call", "cand") and call[2] < reps)
+    result, timed = _queue_protocol(monkeypatch, log, reps=reps, gate=gate)
+    host = result.details["host"]
+    assert host["kernel_retimed"] == retried and host["kernel_exposed_kept"] == reps - retried
+
+    def window(name: str, k: int) -> list[tuple]:
+        return [("sync",), ("arm",), ("event",), ("call", name, k), ("event",), ("release",)]
+
+    orders = _orders(timed, reps)
+    assert {orders[r][0] for r in range(retried)} == {orders[r][0] for r in range(retried, reps)} == {"cand", "ref"}
+    expected = []
+    for r, (first, _) in enumerate(orders):
+        again = [("load", "cand", r + reps), *window("cand", r + reps), ("sync",)] if r < retried else []
+        if first == "cand":  # queued after the gate's release; loaded again after the call timed again
+            expected += [("load", "cand", r), *window("cand", r), ("load", "ref", r), ("sync",)]
+            expected += [*again, ("load", "ref", r)] if again else []
+            expected += [*window("ref", r), ("sync",)]
+        else:
+            expected += [("load", "ref", r), *window("ref", r), ("sync",)]
+            expected += [("load", "cand", r), *window("cand", r), ("sync",), *again]
+    assert _stripped(timed) == expected
+    assert _made_by_last_load(timed)  # never the dropped load's call
+    assert [e[2] for e in timed if e[:2] == ("call", "ref")] == list(range(reps))  # once a round, on set r
