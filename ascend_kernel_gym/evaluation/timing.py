@@ -115,9 +115,12 @@ MAX_CUSHION_MS = 3.0
 #: the shortest wait the device gate is armed with (the flush write before it counts towards the cushion)
 GATE_MIN_MS = 0.05
 #: the models whose load may be queued behind the other model's timed call, on the device while
-#: the host loads (stream mode, not in check or audit rounds): the reference's only. The candidate's
-#: load starts by collecting garbage (``correctness.enter_candidate_call``), which can run candidate
-#: code (a generator's ``finally``): work it launched on a side stream could overlap the reference's window.
+#: the host loads (stream mode, not in check or audit rounds), where the loads start clean by
+#: themselves: the reference's only. Such a load starts by collecting garbage
+#: (``correctness.enter_candidate_call``), which can run candidate code (a generator's
+#: ``finally``): work it launched on a side stream could overlap the reference's window. With
+#: ``start_clean`` given to :func:`time_side_by_side` the loads run no collector (it runs after
+#: the synchronize before each call) and both models' loads are queued.
 QUEUED_LOADS = frozenset({"ref"})
 #: the cushion the CPU stand-in claims (none: no call there is re-timed; tests set one)
 CPU_CUSHION_MS = 0.0
@@ -224,6 +227,7 @@ def time_side_by_side(
     quiet: Callable[[], Any] | None = None,
     gate: Any = None,
     budget_s: float | None = None,
+    start_clean: Callable[[], None] | None = None,
 ) -> TimingResult:
     """Time both models; ``run_*(k)`` load input set ``k`` (untimed) and return the call.
 
@@ -231,7 +235,11 @@ def time_side_by_side(
     having copied set ``k`` into the model's input buffers. Round ``r`` uses set ``r mod
     num_sets`` (a call timed again, set ``k + num_sets * attempt``); warm-up uses set ``-1``. In stream
     mode ``run_reference(k)`` may run while the candidate's timed call on set ``k`` still runs on the
-    device (:data:`QUEUED_LOADS`); anything it launches on the stream comes after that call. In
+    device (:data:`QUEUED_LOADS`); anything it launches on the stream comes after that call.
+    ``start_clean()``, when given, runs before every call of either model (warm-up, relocation
+    and timed calls alike; before a timed call after the device-wide synchronize, and the device
+    is synchronized again after it), so ``run_*`` need not collect garbage or restore settings
+    themselves, and either model's load may be queued behind the other's call. In
     the check and audit rounds (chosen at random, untimed): ``after_candidate(k)`` runs right
     after the candidate's call, ``check(k)`` once both models ran (``k``: the set the
     candidate's call was timed on), then ``audit(k)`` in the audit rounds. ``side_stream_launches()`` counts
@@ -258,15 +266,16 @@ def time_side_by_side(
     """
     dev = device_module(device_type, clock)
     run_candidate = _keeping_stream(run_candidate, dev)
+    clean_candidate, clean_reference = _cleanly(run_candidate, start_clean), _cleanly(run_reference, start_clean)
     flush = torch.empty(max(1, flush_bytes // 4), dtype=torch.int32, device=device_type)
     count = side_stream_launches or (lambda: 0)
     seen = count()
     started = time.perf_counter()
-    _warm_up(run_candidate, run_reference, dev, warmup, warmup_s)
+    _warm_up(clean_candidate, clean_reference, dev, warmup, warmup_s)
     warmed = time.perf_counter()
     granted = quiet() if quiet is not None else None
     leased = time.perf_counter()
-    host_ms, round_s = _host_times(run_candidate, run_reference, dev, LEASE_WARMUP)
+    host_ms, round_s = _host_times(clean_candidate, clean_reference, dev, LEASE_WARMUP)
     host_p90_ms = _quantile(host_ms, 0.9)
     asked = reps
     if budget_s is not None:
@@ -289,7 +298,7 @@ def time_side_by_side(
     def rounds(mode: str, pad: _Cushion, watch: _Watch) -> tuple[list[float], list[float]]:
         return _rounds(
             run_candidate, run_reference, audit, dev, flush, pad, mode, reps, num_sets, rng, audit_at,
-            check_at, after_candidate, check, watch, relocate, relocate_every, host,
+            check_at, after_candidate, check, watch, relocate, relocate_every, host, start_clean,
         )  # fmt: skip
 
     try:
@@ -482,15 +491,18 @@ def timed_call_host(
     rep: int,
     *,
     between: Callable[[], None] | None = None,
+    before: Callable[[], None] | None = None,
 ) -> tuple[float, float]:
     """:func:`timed_call`, and the host's milliseconds from the first flush write's launch until
     ``call`` returned (in stream mode, the window holds idle device time when this passes the cushion).
 
-    ``between()`` runs once the end event is queued, before the final synchronize (which runs
-    even when it raises): what it launches on the stream comes after the window."""
+    ``before()`` runs after the first synchronize, and the device is synchronized again after it:
+    what it launches is over before the flush. ``between()`` runs once the end event is queued,
+    before the final synchronize (which runs even when it raises): what it launches on the stream
+    comes after the window."""
     start = dev.Event(enable_timing=True)
     end = dev.Event(enable_timing=True)
-    dev.synchronize()
+    _synchronized(dev, before)
     t0 = time.perf_counter()  # the idle device starts the first flush write about now
     for _ in range(fills):
         flush.fill_(rep)
@@ -504,6 +516,26 @@ def timed_call_host(
     end.record()
     _then_synchronize(dev, between)  # device-wide, outside the window in stream mode: nothing is left running
     return float(start.elapsed_time(end)), host_ms
+
+
+def _synchronized(dev: Any, before: Callable[[], None] | None) -> None:
+    """Synchronize the device, then run ``before()`` and synchronize again after it."""
+    dev.synchronize()
+    if before is not None:
+        before()
+        dev.synchronize()
+
+
+def _cleanly(prepare: Callable[[int], Any], start_clean: Callable[[], None] | None) -> Callable[[int], Any]:
+    """``prepare`` with ``start_clean()`` run first (``prepare`` itself when there is none)."""
+    if start_clean is None:
+        return prepare
+
+    def prepared(k: int) -> Any:
+        start_clean()
+        return prepare(k)
+
+    return prepared
 
 
 def _then_synchronize(dev: Any, between: Callable[[], None] | None) -> None:
@@ -523,14 +555,15 @@ def gated_call_host(
     rep: int,
     *,
     between: Callable[[], None] | None = None,
+    before: Callable[[], None] | None = None,
 ) -> tuple[float, float, bool]:
     """:func:`timed_call_host` in stream mode with the device gate: the L2 flush, then the gate,
     which holds the device until ``call`` has returned (or ``limit_ms`` at most); also whether the
     gate opened by its limit (then the window may hold idle device time). ``between()`` runs once
-    the gate is released, before the final synchronize."""
+    the gate is released, before the final synchronize; ``before()`` as there."""
     start = dev.Event(enable_timing=True)
     end = dev.Event(enable_timing=True)
-    dev.synchronize()
+    _synchronized(dev, before)
     t0 = time.perf_counter()
     flush.fill_(rep)
     gate.arm(limit_ms)
@@ -562,6 +595,7 @@ def _rounds(
     relocate: Callable[[], bool] | None,
     relocate_every: int,
     host: _HostTimes,
+    start_clean: Callable[[], None] | None = None,
 ) -> tuple[list[float], list[float]]:
     cand_times: list[float] = []
     ref_times: list[float] = []
@@ -569,8 +603,8 @@ def _rounds(
     for rep in range(reps):
         k = rep % num_sets
         if relocate is not None and rep % relocate_every == 0 and relocate():
-            run_candidate(k)()
-            run_reference(k)()
+            _cleanly(run_candidate, start_clean)(k)()
+            _cleanly(run_reference, start_clean)(k)()
             dev.synchronize()
         order = [("cand", run_candidate), ("ref", run_reference)]
         rng.shuffle(order)
@@ -579,7 +613,7 @@ def _rounds(
         # The second model's load on the round's set, queued behind the first model's call (not
         # where ``after_candidate`` must come first: no harness code may run before it).
         queued = None
-        if mode == STREAM_MODE and not checked and second[0] in QUEUED_LOADS:
+        if mode == STREAM_MODE and not checked and (start_clean is not None or second[0] in QUEUED_LOADS):
             queued = _Queued(second[1], k, watch)
         cand_key = k
         for slot, (which, prepare) in enumerate(order):
@@ -595,10 +629,12 @@ def _rounds(
                 t1 = time.perf_counter()
                 if pad.gate is not None and mode == STREAM_MODE:
                     elapsed, host_ms, exposed = gated_call_host(
-                        call, dev, flush, pad.gate, pad.gate_ms or 0.0, rep, between=between
+                        call, dev, flush, pad.gate, pad.gate_ms or 0.0, rep, between=between, before=start_clean
                     )
                 else:
-                    elapsed, host_ms = timed_call_host(call, dev, flush, pad.fills, mode, rep, between=between)
+                    elapsed, host_ms = timed_call_host(
+                        call, dev, flush, pad.fills, mode, rep, between=between, before=start_clean
+                    )
                     exposed = mode == STREAM_MODE and pad.ms > 0 and host_ms > HOST_SHARE * pad.ms
                 host.load_s += t1 - t0
                 host.calls_s += time.perf_counter() - t1

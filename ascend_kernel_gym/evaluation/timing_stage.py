@@ -50,25 +50,13 @@ _TENSOR = torch.Tensor
 
 def _in_reference_state(reference: Any) -> Callable[..., Any]:
     """``reference`` called with grad mode off (every timed call too); the harness's other settings
-    are put in place before each call, untimed (:func:`_starting_clean`)."""
+    are put in place before each call, untimed (``start_clean`` of :func:`.timing.time_side_by_side`)."""
 
     def call(*inputs: Any) -> Any:
         with torch.no_grad():
             return reference(*inputs)
 
     return call
-
-
-def _starting_clean(prepare: Callable[[int], Any]) -> Callable[[int], Any]:
-    """``prepare`` after :func:`.correctness.enter_candidate_call`: every call of either model in the
-    timing stage starts as the recorded calls do (collected, collector off, the harness's
-    settings), untimed, so no call can tell a timed round from a trial or an audit."""
-
-    def prepared(k: int) -> Any:
-        enter_candidate_call()
-        return prepare(k)
-
-    return prepared
 
 
 def plausibility_warnings(
@@ -212,8 +200,8 @@ def run_timing(
         side_streams = _watch_side_streams(state, device)
         with torch.no_grad():
             timing = time_side_by_side(
-                _starting_clean(arenas["candidate"].prepare),
-                _starting_clean(arenas["reference"].prepare),
+                arenas["candidate"].prepare,
+                arenas["reference"].prepare,
                 timed_part(audit),
                 device_type=device.type,
                 num_sets=job.profile_reps,  # a fresh input set in every round
@@ -232,6 +220,11 @@ def run_timing(
                 quiet=state.link.wait_quiet if state.link is not None else None,
                 gate=gate if device.type == "cuda" else None,
                 budget_s=job.profile_budget_s,
+                # every call of either model starts as the recorded calls do (collected, collector
+                # off, the harness's settings), untimed, so no call can tell a timed round from a
+                # trial or an audit; run after a device synchronize, so nothing a finaliser of the
+                # candidate's launches can overlap a window
+                start_clean=enter_candidate_call,
             )
     except StageError:
         raise

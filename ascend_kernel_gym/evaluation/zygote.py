@@ -830,32 +830,37 @@ class Zygote:
         """After the job's reply: hold the device until the job's children have exited and its
         judging child has given its device memory back (a teardown or a free next to a
         neighbour's timing moves it, ``bench/gpu_quiet_probe.py``), then stop the spares still
-        starting their contexts and let go of the device (:mod:`.device_lease`)."""
-        until = time.perf_counter() + SETTLE_MAX_S
-        for spare in [spare for spare in self.spares if spare.freeing]:
-            if not self._await_freed(spare, min(until, time.perf_counter() + FREE_MAX_S)):
-                self.spares.remove(spare)
-                self._discard(spare)  # a judge that will not say it is idle serves no further job
-        self._settle(until)
+        starting their contexts and let go of the device (:mod:`.device_lease`). The two are
+        waited for together; a judge that has not said :data:`.wire.FREED` within
+        :data:`FREE_MAX_S` (or said anything else) is replaced."""
+        now = time.perf_counter()
+        until, freed_by = now + SETTLE_MAX_S, now + FREE_MAX_S
+        while True:
+            freeing = [spare for spare in self.spares if spare.freeing]
+            said = select.select([spare.result_fd for spare in freeing], [], [], 0)[0] if freeing else []
+            for spare in freeing:
+                if spare.result_fd in said or time.perf_counter() > freed_by:
+                    if not self._read_freed(spare, spare.result_fd in said):
+                        self.spares.remove(spare)
+                        self._discard(spare)  # its pipe is not what the next job expects
+            if (self._settled() and not any(spare.freeing for spare in self.spares)) or time.perf_counter() > until:
+                break
+            time.sleep(0.002)
         keeper, self.keeper = self.keeper, None
         if keeper is not None:
             self.stopped_spares = [spare.pid for spare in self.spares if not spare.ready]
             keeper.leave(self.stopped_spares)
 
     @staticmethod
-    def _await_freed(child: Child, until: float) -> bool:
-        """Read a judging child's :data:`.wire.FREED` (by ``until``); False for anything else."""
-        while True:
-            left = until - time.perf_counter()
-            if left <= 0:
-                return False
-            if select.select([child.result_fd], [], [], min(left, 0.5))[0]:
-                try:
-                    byte = os.read(child.result_fd, 1)
-                except OSError:
-                    return False
-                child.freeing = False
-                return byte == FREED
+    def _read_freed(child: Child, readable: bool) -> bool:
+        """Whether a judging child's next byte is :data:`.wire.FREED` (False where it has none)."""
+        child.freeing = False
+        if not readable:
+            return False
+        try:
+            return os.read(child.result_fd, 1) == FREED
+        except OSError:
+            return False
 
     @staticmethod
     def _kill(pid: int) -> None:

@@ -932,3 +932,33 @@ def test_a_queued_load_is_dropped_when_the_first_call_is_timed_again(monkeypatch
     assert _stripped(timed) == expected
     assert _made_by_last_load(timed)  # never the dropped load's call
     assert [e[2] for e in timed if e[:2] == ("call", "ref")] == list(range(reps))  # once a round, on set r
+
+
+def test_with_start_clean_every_call_starts_clean_after_a_synchronize_and_both_loads_are_queued(monkeypatch) -> None:
+    # The collector runs after the synchronize before each call, with the device synchronized again
+    # after it (a finaliser's launches end before the flush), so no load runs it and the candidate's
+    # load too may be queued behind the reference's call.
+    log: list = []
+    result, timed = _queue_protocol(monkeypatch, log, start_clean=lambda: log.append(("clean",)))
+    warm = log[: len(log) - len(timed)]
+    calls = [i for i, e in enumerate(warm) if e[0] == "call"]
+    assert calls and all(warm[i - 2][0] == "clean" for i in calls)  # warm-up: clean, load, call
+    orders = _orders(timed, 8)
+    assert {first for first, _ in orders} == {"cand", "ref"}
+
+    def window(name: str, r: int) -> list[tuple]:
+        return [("sync",), ("clean",), ("sync",), ("event",), ("call", name, r), ("event",)]
+
+    expected = []
+    for r, (first, second) in enumerate(orders):
+        expected += [
+            ("load", first, r),
+            *window(first, r),
+            ("load", second, r),
+            ("sync",),
+            *window(second, r),
+            ("sync",),
+        ]
+    assert _stripped(timed) == expected
+    assert _made_by_last_load(timed)
+    assert result.details["kernel_ms_samples"] == pytest.approx([4.0] * 8)

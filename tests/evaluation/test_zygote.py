@@ -198,6 +198,24 @@ def test_end_job_replaces_a_judge_that_does_not_say_it_freed_its_memory(tmp_path
     os.rmdir(zygote.root)
 
 
+def test_end_job_replaces_a_judge_that_stays_silent(tmp_path, monkeypatch) -> None:
+    zygote, timer = _leased_zygote(tmp_path)
+    pid, release = _held_child()  # a judging child that never gets its memory back
+    judge, judge_end = _judge_spare(pid, tmp_path / "judge")
+    zygote.spares = [judge]
+    fake = _FakeTime()
+    monkeypatch.setattr(zygote_module, "time", fake)
+    zygote.end_job()
+    monkeypatch.undo()
+    assert fake.now - 1000.0 >= zygote_module.FREE_MAX_S  # it was given its time, no more than needed
+    assert fake.now - 1000.0 < zygote_module.SETTLE_MAX_S
+    assert zygote.spares == [] and zygote.exiting == []
+    assert zygote.lease.state == "free" and timer.want_exclusive()
+    os.close(release)
+    os.close(judge_end)
+    os.rmdir(zygote.root)
+
+
 def test_settle_waits_for_earlier_children(tmp_path, monkeypatch) -> None:
     zygote = Zygote({"backend": "interpreter", "tmp_root": str(tmp_path)})
     pid, release = _held_child()
