@@ -16,7 +16,8 @@ Only the harness uses it: it is made in the child before the job (:func:`prepare
 child's warm-up, before the recorder wraps Triton's launch path) and launched through the
 launch function as it was then. Elsewhere (npu, the interpreter, no pinned memory, a Triton
 without the inline assembly it needs) :func:`prepare` leaves none and the cushion is used.
-It is off unless ``AKG_TIMING_GATE=1`` (:data:`DEFAULT_ON`); docs/scaling.md has what was measured.
+It is on by default (:data:`DEFAULT_ON`; ``AKG_TIMING_GATE=0`` turns it off); docs/scaling.md has
+what was measured.
 """
 
 from __future__ import annotations
@@ -31,11 +32,11 @@ from ascend_kernel_gym.evaluation.device_lease import switch
 
 #: ``AKG_TIMING_GATE=1`` turns the gate on, ``0`` off; unset: :data:`DEFAULT_ON`
 ENV = "AKG_TIMING_GATE"
-#: off: on H100s (2026-12-05) one worker's speedups stayed within 2.7-3.8 % of the cushion's with
-#: the device held 18-25 % less, and eight gated workers (with the spares option) kept every
-#: level-1 speedup within 2.2 % of one gated worker's; not yet run on levels 2-3 or another card
-#: (docs/scaling.md); the cushion is the validated method
-DEFAULT_ON = False
+#: on: on H100s (2026-12-05) one worker's level-1 speedups stayed within 2.7-3.8 % of the
+#: cushion's with the device held 18-25 % less; every GPU run since (2026-12-05 to 12-06, all
+#: 45 tasks of levels 1-3, one to sixteen workers) had it on, and its self-check (:meth:`DeviceGate.check`)
+#: falls back to the cushion where it does not hold the stream (docs/scaling.md)
+DEFAULT_ON = True
 
 _kernel: Any = None
 try:  # a Triton build without the NVIDIA backend has no globaltimer register: no gate there
@@ -142,7 +143,7 @@ def prepare(device: torch.device) -> None:
     global _ready, _why
     _ready, _why = None, ""
     if not wanted():
-        _why = f"off (set {ENV}=1 to use it)"
+        _why = f"off ({ENV}=0)"
     elif device.type != "cuda":
         _why = f"not on {device.type}"
     elif _kernel is None:

@@ -89,11 +89,16 @@ def test_no_gate_off_cuda_or_when_switched_off(monkeypatch) -> None:
     monkeypatch.setenv(device_gate.ENV, "1")
     device_gate.prepare(torch.device("cpu"))
     assert device_gate.ready() == (None, "not on cpu")
-    for setting in ("0", ""):
-        monkeypatch.setenv(device_gate.ENV, setting)
+    monkeypatch.setenv(device_gate.ENV, "0")
+    device_gate.prepare(torch.device("cuda"))
+    gate, why = device_gate.ready()
+    assert gate is None and "off" in why and device_gate.ENV in why
+    monkeypatch.delenv(device_gate.ENV)  # on by default: only a device without one leaves it out
+    assert device_gate.wanted()
+    if not torch.cuda.is_available():
         device_gate.prepare(torch.device("cuda"))
         gate, why = device_gate.ready()
-        assert gate is None and "off" in why and device_gate.ENV in why
+        assert gate is None and "off" not in why
 
 
 def test_the_zygotes_setting_outranks_the_environment(monkeypatch) -> None:
