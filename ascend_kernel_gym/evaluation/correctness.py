@@ -283,9 +283,16 @@ def enter_candidate_call() -> None:
     A ``forward`` that could tell a recorded call (a trial, an audit) from a timed one could run its
     kernel in the former and PyTorch in the latter: a generator left in a reference cycle whose
     ``finally`` ran inside timed calls only, where the collector was on, did (red team of
-    2026-12-05, night). After the compile stage's freeze a collection scans only newer objects.
+    2026-12-05, night).
+
+    What survives the collection is frozen (:func:`gc.freeze`), so the next call's collection
+    scans only what was made since: a full collection of everything since the compile stage's
+    freeze took about 0.3 ms before each of a timing stage's 200 calls on an H100 host, with the
+    device idle. Every call starts this way, so a cycle that becomes garbage after surviving a
+    call is never collected in this process, whichever kind of call comes next.
     """
     gc.collect()
+    gc.freeze()
     gc.disable()
     torch_globals.harness().restore()
 

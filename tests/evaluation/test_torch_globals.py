@@ -55,6 +55,32 @@ def test_a_call_starts_collected_with_the_collector_off() -> None:
         enter_candidate_call()
         assert finalised == [1] and not gc.isenabled()
     finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+def test_what_survives_a_calls_start_is_frozen_and_new_garbage_is_still_collected() -> None:
+    finalised = []
+
+    class Cyclic:
+        def __init__(self) -> None:
+            self.me = self
+
+        def __del__(self) -> None:
+            finalised.append(1)
+
+    torch_globals.capture()
+    try:
+        kept = Cyclic()
+        enter_candidate_call()
+        frozen = gc.get_freeze_count()
+        assert frozen > 0 and gc.get_count()[0] < 50  # the next collection has next to nothing to scan
+        Cyclic()  # garbage made during the call
+        enter_candidate_call()
+        assert finalised == [1] and gc.get_freeze_count() >= frozen
+        assert kept.me is kept
+    finally:
+        gc.unfreeze()
         gc.enable()
 
 
