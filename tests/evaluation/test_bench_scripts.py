@@ -243,3 +243,37 @@ def test_context_probe_reads_each_mode_against_the_idle_rounds() -> None:
     table = probe.start_table(starts)
     assert "| concurrent_2 | 2 | 0.700 | - | 0.900 |" in table
     assert "| broken | 1 | failed | - | nan |" in table
+
+
+def test_quiet_probe_runs_every_part_on_the_cpu(tmp_path) -> None:
+    import os
+
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    args = ["--dry", "--rounds", "1", "--calls", "2", "--timers", "1", "--out-dir", str(tmp_path)]
+    command = [sys.executable, "-c", RUNNER, "bench/gpu_quiet_probe.py", *args]
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    samples = json.loads((tmp_path / "quiet_probe.json").read_text())["samples"]
+    seen = {(s["part"], s["mode"]) for s in samples}
+    assert seen == {("A", m) for m in ("idle", "churn", "alloc_free", "stopped", "kernels")} | {
+        ("B", "wide"),
+        ("B", "narrow"),
+        ("C", "empty"),
+        ("C", "crowded"),
+    }
+    works = {f"{t}:{w}" for t in ("transpose", "attention", "causal_softmax") for w in ("ref", "new")}
+    assert all(set(s["times"]) == works and all(len(v) >= 2 for v in s["times"].values()) for s in samples)
+    text = (tmp_path / "quiet_probe.md").read_text()
+    assert "## A:" in text and "## B:" in text and "## C:" in text
+
+
+def test_quiet_probe_reads_each_mode_against_its_base() -> None:
+    probe = _load_script("gpu_quiet_probe")
+    samples = [
+        {"part": "A", "mode": mode, "times": {"w:ref": list(times)}}
+        for mode, times in {"idle": [2.0] * 9 + [9.0], "churn": [2.1] * 10}.items()
+        for _ in range(2)
+    ]
+    rows = [line for line in probe.table(samples, "A", ["idle", "churn"], "idle") if line.startswith("| w:ref")]
+    assert len(rows) == 2 and "+0.00%" in rows[0]
+    assert "+5.00%" in rows[1] and "2.100, 2.100" in rows[1]  # the idle rounds' outlier trimmed
