@@ -110,15 +110,19 @@ def _spin_cpu(stop: Any) -> None:
             x += i * i
 
 
-def _spin_kernels(stop: Any, ready: Any) -> None:
-    torch.cuda.set_device(0)
-    a = torch.randn(2048, 2048, device="cuda")
-    torch.cuda.synchronize()
+def spin_kernels(stop: Any, ready: Any, device: str = "cuda") -> None:
+    """Launch kernels without pause until ``stop`` (the positive control of a disturbance probe)."""
+    if device.startswith("cuda"):
+        torch.cuda.set_device(0)
+    a = torch.randn(2048, 2048, device=device)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
     ready.set()
     while not stop.is_set():
         for _ in range(20):
             a = torch.tanh(a @ a * 1e-3)
-        torch.cuda.synchronize()
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
 
 
 def _churn(stop: threading.Event, warm: bool, width: int, started: list[float]) -> None:
@@ -195,7 +199,7 @@ def disturbance(rounds: int, calls: int, width: int) -> dict[str, Any]:
             helpers = [CTX.Process(target=_spin_cpu, args=(stop_mp,)) for _ in range(width)]
         elif mode == "kernels":
             ready = CTX.Event()
-            helpers = [CTX.Process(target=_spin_kernels, args=(stop_mp, ready))]
+            helpers = [CTX.Process(target=spin_kernels, args=(stop_mp, ready))]
         for h in helpers:
             h.start()
         if mode == "kernels":

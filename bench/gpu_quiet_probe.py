@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402, F401  (before the package: works without gymnasium)
 import torch  # noqa: E402
+from gpu_context_probe import spin_kernels  # noqa: E402  (the positive control, as there)
 
 from ascend_kernel_gym.evaluation import placement, timing  # noqa: E402
 from ascend_kernel_gym.evaluation.inputs import make_inputs  # noqa: E402
@@ -211,16 +212,6 @@ def _hold(stop: Any, ready: Any, device: str, chunks: int, chunk_bytes: int, hol
     stop.wait()
 
 
-def _spin_kernels(stop: Any, ready: Any, device: str) -> None:
-    a = torch.randn(2048, 2048, device=device)
-    ready.set()
-    while not stop.is_set():
-        for _ in range(20):
-            a = torch.tanh(a @ a * 1e-3)
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-
-
 def _start(target: Any, *args: Any) -> tuple[Any, Any, Any]:
     stop, ready = CTX.Event(), CTX.Event()
     proc = CTX.Process(target=target, args=(stop, ready, *args))
@@ -258,7 +249,7 @@ def disturbance(timer: Timer, device: str, rounds: int, calls: int, width: int, 
             for proc, _, _ in helpers:
                 os.kill(proc.pid, signal.SIGSTOP)
         elif mode == "kernels":
-            helpers = [_start(_spin_kernels, device)]
+            helpers = [_start(spin_kernels, device)]
         t0 = time.time()
         times = timer.time("narrow", calls)
         window = time.time() - t0

@@ -39,8 +39,8 @@ def test_the_reference_runs_with_the_harness_settings_whatever_the_candidate_lef
         torch.set_num_threads(threads)
 
 
-def test_a_call_starts_collected_with_the_collector_off() -> None:
-    finalised = []
+def _cyclic(finalised: list[int]) -> type:
+    """A class whose instances are their own reference cycle and note their finalisation."""
 
     class Cyclic:
         def __init__(self) -> None:
@@ -49,6 +49,12 @@ def test_a_call_starts_collected_with_the_collector_off() -> None:
         def __del__(self) -> None:
             finalised.append(1)
 
+    return Cyclic
+
+
+def test_a_call_starts_collected_with_the_collector_off() -> None:
+    finalised: list[int] = []
+    Cyclic = _cyclic(finalised)
     torch_globals.capture()
     Cyclic()
     try:
@@ -60,15 +66,8 @@ def test_a_call_starts_collected_with_the_collector_off() -> None:
 
 
 def test_what_survives_a_calls_start_is_frozen_and_new_garbage_is_still_collected() -> None:
-    finalised = []
-
-    class Cyclic:
-        def __init__(self) -> None:
-            self.me = self
-
-        def __del__(self) -> None:
-            finalised.append(1)
-
+    finalised: list[int] = []
+    Cyclic = _cyclic(finalised)
     torch_globals.capture()
     try:
         kept = Cyclic()
