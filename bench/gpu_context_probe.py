@@ -125,21 +125,27 @@ def spin_kernels(stop: Any, ready: Any, device: str = "cuda") -> None:
             torch.cuda.synchronize()
 
 
-def _churn(stop: threading.Event, warm: bool, width: int, started: list[float]) -> None:
-    """Start contexts in fresh forked processes, ``width`` at a time, until ``stop``."""
+def churn_processes(stop: threading.Event, target: Any, args: tuple, width: int, started: list[float]) -> None:
+    """Run ``target(*args)`` in fresh forked processes, ``width`` at a time, until ``stop``
+    (``started``: when each began)."""
     running: list[Any] = []
     while not stop.is_set():
         running = [p for p in running if p.is_alive()]
         while len(running) < width:
-            go = CTX.Event()
-            go.set()
-            p = CTX.Process(target=_starter, args=(go, CTX.Queue(), warm))
+            p = CTX.Process(target=target, args=args)
             p.start()
             running.append(p)
             started.append(time.time())
         time.sleep(0.01)
     for p in running:
         p.join(timeout=60)
+
+
+def _start_at_once(warm: bool) -> None:
+    """A context started at once (``_starter`` without the wait and the report)."""
+    go = CTX.Event()
+    go.set()
+    _starter(go, CTX.Queue(), warm)
 
 
 def _timer(conn: Any) -> None:
@@ -192,7 +198,8 @@ def disturbance(rounds: int, calls: int, width: int) -> dict[str, Any]:
         started: list[float] = []
         churn = None
         if mode in ("context", "context_warm"):
-            churn = threading.Thread(target=_churn, args=(stop_th, mode == "context_warm", width, started))
+            args = (stop_th, _start_at_once, (mode == "context_warm",), width, started)
+            churn = threading.Thread(target=churn_processes, args=args)
             churn.start()
             time.sleep(0.3)  # the first contexts are under way
         elif mode == "cpu":

@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402, F401  (before the package: works without gymnasium)
 import torch  # noqa: E402
-from gpu_context_probe import spin_kernels  # noqa: E402  (the positive control, as there)
+from gpu_context_probe import churn_processes, spin_kernels  # noqa: E402  (the positive control, as there)
 
 from ascend_kernel_gym.evaluation import placement, timing  # noqa: E402
 from ascend_kernel_gym.evaluation.inputs import make_inputs  # noqa: E402
@@ -168,21 +168,6 @@ def _context_once(device: str, touch_bytes: int) -> None:
         torch.cuda.synchronize()
 
 
-def _churn(stop: threading.Event, device: str, width: int, started: list[float]) -> None:
-    """Fresh processes start a context, touch 1 GB and exit, ``width`` at a time, until ``stop``."""
-    running: list[Any] = []
-    while not stop.is_set():
-        running = [p for p in running if p.is_alive()]
-        while len(running) < width:
-            p = CTX.Process(target=_context_once, args=(device, GIB))
-            p.start()
-            running.append(p)
-            started.append(time.time())
-        time.sleep(0.01)
-    for p in running:
-        p.join(timeout=60)
-
-
 def _alloc_free(stop: Any, ready: Any, device: str) -> None:
     _context_once(device, 1 << 20)
     ready.set()
@@ -239,7 +224,9 @@ def disturbance(timer: Timer, device: str, rounds: int, calls: int, width: int, 
         stop_th = threading.Event()
         churn = None
         if mode == "churn":
-            churn = threading.Thread(target=_churn, args=(stop_th, device, width, started))
+            # fresh processes start a context, touch 1 GB and exit, ``width`` at a time
+            args = (stop_th, _context_once, (device, GIB), width, started)
+            churn = threading.Thread(target=churn_processes, args=args)
             churn.start()
             time.sleep(0.3)
         elif mode == "alloc_free":
