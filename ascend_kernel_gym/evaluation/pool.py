@@ -30,7 +30,7 @@ from typing import Any
 from ascend_kernel_gym.evaluation.concurrency import OWN_MEMORY_CAP_MESSAGE
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
 from ascend_kernel_gym.evaluation.wire import HEADER, JUDGE_MODES, LEASE_EXTRA_MAX_S, read_exact, write_message
-from ascend_kernel_gym.evaluation.zygote import BOOTSTRAP
+from ascend_kernel_gym.evaluation.zygote_main import BOOTSTRAP
 
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "TMPDIR", "PYTHONHASHSEED", "SYSTEMROOT")
 _ENV_PREFIXES = ("CUDA", "NVIDIA", "ASCEND", "NPU_", "HCCL", "TRITON_PTXAS", "TRITON_LIBCUDA")

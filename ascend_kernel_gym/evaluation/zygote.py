@@ -18,8 +18,8 @@ reaped; where workers share a device its lease is held until then, :meth:`Zygote
 classification of deaths (timeout, signal, exit without a result), and removal of the child's
 temporary directory.
 
-Protocol with the calling process (over the zygote's stdin / stdout, :mod:`.wire` messages;
-both ends are harness code): a config dict first, then ``{"job": Job, "timeout": s}`` per
+Protocol with the calling process (:mod:`.zygote_main`, over the zygote's stdin / stdout,
+:mod:`.wire` messages; both ends are harness code): a config dict first, then ``{"job": Job, "timeout": s}`` per
 evaluation, answered by a result dict; ``None`` shuts the zygote down.
 """
 
@@ -31,7 +31,6 @@ import secrets
 import select
 import shutil
 import signal
-import sys
 import tempfile
 import time
 from typing import Any
@@ -75,9 +74,7 @@ from ascend_kernel_gym.evaluation.wire import (
     WATCHDOG_FLOOR_S,
     WATCHDOG_REF_FACTOR,
     encode_message,
-    read_message,
     write_all,
-    write_message,
 )
 from ascend_kernel_gym.evaluation.zygote_warm import device_touched, warm_device
 
@@ -879,53 +876,3 @@ class Zygote:
 
     proto_in = -1
     proto_out = -1
-
-
-def main() -> None:
-    """Zygote entry point (started by :mod:`.pool` with a clean environment)."""
-    proto_in = os.dup(0)
-    proto_out = os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 0)
-    os.dup2(2, 1)  # stray prints from libraries go to stderr, not into the protocol
-    os.close(devnull)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the calling process decides when we stop
-    name_process("akg-zygote")
-    config = read_message(proto_in)
-    if not isinstance(config, dict):
-        return
-    zygote = Zygote(config)
-    zygote.proto_in = proto_in
-    zygote.proto_out = proto_out
-    try:
-        info = zygote.warm()
-        zygote.start_spare()
-        write_message(proto_out, {"ready": True, "prefork": zygote.prefork, "root": zygote.root, **info})
-        while True:
-            message = read_message(proto_in)
-            if message is None:
-                break
-            reply = zygote.run_job(message["job"], float(message["timeout"]), int(message.get("memory_mb", 0)))
-            write_message(proto_out, reply)
-            zygote.end_job()  # the caller reads the reply meanwhile
-    finally:
-        zygote.shutdown()
-        shutil.rmtree(zygote.root, ignore_errors=True)
-
-
-BOOTSTRAP = """
-import os, sys, types
-root = sys.argv[1]
-sys.path.insert(0, root)
-if "ascend_kernel_gym" not in sys.modules:
-    # A bare package module: the evaluator needs neither gymnasium nor the environment registration.
-    pkg = types.ModuleType("ascend_kernel_gym")
-    pkg.__path__ = [os.path.join(root, "ascend_kernel_gym")]
-    pkg.__version__ = sys.argv[2]
-    sys.modules["ascend_kernel_gym"] = pkg
-from ascend_kernel_gym.evaluation.zygote import main
-main()
-"""
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
