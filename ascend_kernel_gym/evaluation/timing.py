@@ -28,13 +28,13 @@ measurement itself is :func:`time_side_by_side`):
   that stalls its host on purpose gains no second call on inputs it has seen. Measuring from an idle device
   instead puts the host's wake-up and launch jitter (tens of microseconds, varying between
   processes) into every sample, which dominated 0.1 ms kernels on an H200;
-- in stream mode, when the reference runs second in its round, its load (the round's set, already
-  drawn) is queued behind the candidate's timed call: the host copies it once the candidate's end
+- in stream mode, when the candidate runs second in its round, its load (the round's set, already
+  drawn) is queued behind the reference's timed call: the host copies it once the reference's end
   event is queued (and the gate released), before the synchronize, so the device runs the call
-  meanwhile and the copies after the window. Not in check or audit rounds (the snapshot check
-  comes first there), never a later round's set, and dropped when the candidate's call is timed
-  again (the reference then loads after the kept call). The candidate's load is never queued
-  (``QUEUED_LOADS``);
+  meanwhile and the copies after the window. Only where the caller's ``start_clean`` runs the
+  collector (never inside a load), not in check or audit rounds, never a later round's set, and
+  dropped when the reference's call is timed again (the candidate then loads after the kept
+  call). The reference's load is never queued behind the candidate's call (``QUEUED_LOADS``);
 - *synchronized mode*: every Triton launch is probed for the current stream; a launch on any
   stream other than the timing stream (in warm-up or in any timed round) makes the whole
   measurement restart as ``synchronize(); flush; synchronize(); start.record(); fn();
@@ -115,13 +115,13 @@ MAX_CUSHION_MS = 3.0
 #: the shortest wait the device gate is armed with (the flush write before it counts towards the cushion)
 GATE_MIN_MS = 0.05
 #: the models whose load may be queued behind the other model's timed call, on the device while
-#: the host loads (stream mode, not in check or audit rounds), where the loads start clean by
-#: themselves: the reference's only. Such a load starts by collecting garbage
-#: (``correctness.enter_candidate_call``), which can run candidate code (a generator's
-#: ``finally``): work it launched on a side stream could overlap the reference's window. With
-#: ``start_clean`` given to :func:`time_side_by_side` the loads run no collector (it runs after
-#: the synchronize before each call) and both models' loads are queued.
-QUEUED_LOADS = frozenset({"ref"})
+#: the host loads (stream mode, with ``start_clean``, not in check or audit rounds): the
+#: candidate's only. Behind the candidate's call, work the candidate left running on a side
+#: stream (PyTorch operators are not seen by the launch probe; the device-wide synchronize after
+#: the call is what ends it) could overwrite the reference's inputs once copied; behind the
+#: reference's call nothing of the candidate's runs. And only with ``start_clean``: a load that
+#: collects garbage itself can run candidate code (a generator's ``finally``).
+QUEUED_LOADS = frozenset({"cand"})
 #: the cushion the CPU stand-in claims (none: no call there is re-timed; tests set one)
 CPU_CUSHION_MS = 0.0
 STREAM_MODE = "stream"
@@ -233,13 +233,13 @@ def time_side_by_side(
 
     ``run_*`` must return a zero-argument callable that performs only the model call, after
     having copied set ``k`` into the model's input buffers. Round ``r`` uses set ``r mod
-    num_sets`` (a call timed again, set ``k + num_sets * attempt``); warm-up uses set ``-1``. In stream
-    mode ``run_reference(k)`` may run while the candidate's timed call on set ``k`` still runs on the
-    device (:data:`QUEUED_LOADS`); anything it launches on the stream comes after that call.
+    num_sets`` (a call timed again, set ``k + num_sets * attempt``); warm-up uses set ``-1``.
     ``start_clean()``, when given, runs before every call of either model (warm-up, relocation
     and timed calls alike; before a timed call after the device-wide synchronize, and the device
     is synchronized again after it), so ``run_*`` need not collect garbage or restore settings
-    themselves, and either model's load may be queued behind the other's call. In
+    themselves; then, in stream mode, ``run_candidate(k)`` may run while the reference's timed
+    call on set ``k`` still runs on the device (:data:`QUEUED_LOADS`), and anything it launches on
+    the stream comes after that call. In
     the check and audit rounds (chosen at random, untimed): ``after_candidate(k)`` runs right
     after the candidate's call, ``check(k)`` once both models ran (``k``: the set the
     candidate's call was timed on), then ``audit(k)`` in the audit rounds. ``side_stream_launches()`` counts
@@ -613,7 +613,7 @@ def _rounds(
         # The second model's load on the round's set, queued behind the first model's call (not
         # where ``after_candidate`` must come first: no harness code may run before it).
         queued = None
-        if mode == STREAM_MODE and not checked and (start_clean is not None or second[0] in QUEUED_LOADS):
+        if mode == STREAM_MODE and not checked and start_clean is not None and second[0] in QUEUED_LOADS:
             queued = _Queued(second[1], k, watch)
         cand_key = k
         for slot, (which, prepare) in enumerate(order):

@@ -753,13 +753,16 @@ def _logged(clock: FakeClock, log: list, name: str, ms: float, load_s: float = 0
     return prepare
 
 
-def _queue_protocol(monkeypatch, log: list, reps: int = 8, **kwargs):
+def _queue_protocol(monkeypatch, log: list, reps: int = 8, clean: bool = True, **kwargs):
     """The rounds on a device that writes into ``log`` (num_sets = reps: round r draws set r, timed
-    again r + reps); returns the result and the log from the first timed round's load on."""
+    again r + reps), with a ``start_clean`` that logs ``("clean",)`` (``clean``, as the timing
+    stage passes one); returns the result and the log from the first timed round's load on."""
     clock = FakeClock()
     monkeypatch.setattr(timing, "device_module", lambda device_type, clock: RecordingDevice(clock, log))
     load_s = kwargs.pop("load_s", 0.0)
     kwargs = dict(audit=lambda k: log.append(("audit", k)), audit_rounds=0, check_rounds=0) | kwargs
+    if clean:
+        kwargs["start_clean"] = lambda: log.append(("clean",))
     result = timing.time_side_by_side(
         _logged(clock, log, "cand", 4.0, load_s), _logged(clock, log, "ref", 2.0, load_s), device_type="cpu",
         num_sets=reps, reps=reps, warmup=1, rng=random.Random(3), flush_bytes=1 << 12, warmup_s=0.0, clock=clock,
@@ -775,23 +778,30 @@ def _orders(log: list, reps: int) -> list[tuple[str, str]]:
     return [(first, "ref" if first == "cand" else "cand") for first in firsts]
 
 
-def _window(name: str, k: int, mode: str = timing.STREAM_MODE) -> list[tuple]:
-    """A timed call from its first synchronize to its end event."""
+_CLEAN = [("clean",), ("sync",)]
+
+
+def _window(name: str, k: int, mode: str = timing.STREAM_MODE, clean: bool = True) -> list[tuple]:
+    """A timed call from its first synchronize to its end event (the clean start after that
+    synchronize, with one more after it)."""
+    start = [("sync",), *(_CLEAN if clean else [])]
     if mode == timing.SYNC_MODE:
-        return [("sync",), ("sync",), ("event",), ("call", name, k), ("sync",), ("event",)]
-    return [("sync",), ("event",), ("call", name, k), ("event",)]
+        return [*start, ("sync",), ("event",), ("call", name, k), ("sync",), ("event",)]
+    return [*start, ("event",), ("call", name, k), ("event",)]
 
 
-def _expected_round(first: str, second: str, r: int, queued: bool, checked: bool = False) -> list[tuple]:
+def _expected_round(
+    first: str, second: str, r: int, queued: bool, checked: bool = False, clean: bool = True
+) -> list[tuple]:
     """A round without timed-again calls: the second model's load queued behind the first model's
     call (before its synchronize) or after it, and the untimed checks where they belong."""
     after = [("after", r)] if checked else []
-    seq = [("load", first, r), *_window(first, r)]
+    seq = [("load", first, r), *_window(first, r, clean=clean)]
     if queued:
         seq += [("load", second, r), ("sync",)]
     else:
         seq += [("sync",), *(after if first == "cand" else []), ("load", second, r)]
-    seq += [*_window(second, r), ("sync",), *(after if second == "cand" else [])]
+    seq += [*_window(second, r, clean=clean), ("sync",), *(after if second == "cand" else [])]
     return seq + ([("check", r)] if checked else [])
 
 
@@ -827,15 +837,23 @@ def test_the_second_models_load_is_queued_behind_the_first_ones_window_in_its_ro
     assert result.details["ref_ms_samples"] == pytest.approx([2.0] * 8)
 
 
-def test_the_candidates_load_is_never_queued_behind_the_reference() -> None:
-    # Collecting garbage before the candidate's load can run candidate code, whose side-stream work
-    # would overlap the reference's window if the reference's call were still running.
-    assert timing.QUEUED_LOADS == {"ref"}
+def test_the_references_load_is_never_queued_behind_the_candidate() -> None:
+    # Work the candidate left running on a side stream (PyTorch operators escape the launch probe)
+    # ends only at the device-wide synchronize after its call: the reference's inputs copied
+    # before it could be overwritten.
+    assert timing.QUEUED_LOADS == {"cand"}
+
+
+def test_no_load_is_queued_where_the_loads_start_clean_themselves(monkeypatch) -> None:
+    # A load that collects garbage itself can run candidate code while the other call still runs.
+    _, log = _queue_protocol(monkeypatch, [], clean=False)
+    expected = [e for r, (a, b) in enumerate(_orders(log, 8)) for e in _expected_round(a, b, r, False, clean=False)]
+    assert _stripped(log) == expected
 
 
 def test_a_queued_load_counts_as_load_time_not_as_call_time(monkeypatch) -> None:
     result, log = _queue_protocol(monkeypatch, [], reps=6, load_s=0.02)
-    assert ("cand", "ref") in _orders(log, 6)  # some rounds queued the reference's load
+    assert ("ref", "cand") in _orders(log, 6)  # some rounds queued the candidate's load
     host = result.details["host"]
     assert host["load_s"] >= 2 * 6 * 0.02
     assert host["calls_s"] < 0.02  # the fake calls take no wall time; the queued loads are not theirs
@@ -853,10 +871,10 @@ def test_no_load_is_queued_in_checked_or_audited_rounds(monkeypatch) -> None:
     assert audited <= checked and 3 <= len(checked) <= 5
     orders = _orders(timed, reps)
     assert {orders[r][0] for r in checked} == {"cand", "ref"}
-    assert any(orders[r][0] == "cand" for r in set(range(reps)) - checked)  # and a queued one
+    assert any(orders[r][0] == "ref" for r in set(range(reps)) - checked)  # and a queued one
     expected = []
     for r, (a, b) in enumerate(orders):
-        expected += _expected_round(a, b, r, queued=b == "ref" and r not in checked, checked=r in checked)
+        expected += _expected_round(a, b, r, queued=b == "cand" and r not in checked, checked=r in checked)
         expected += [("audit", r)] if r in audited else []
     # where the candidate ran first in a checked round, the snapshot check comes before any other
     # harness code, the reference's load with it
@@ -901,64 +919,53 @@ def test_a_side_stream_launch_in_the_first_call_stops_the_queued_load_and_restar
 
 
 def test_a_queued_load_is_dropped_when_the_first_call_is_timed_again(monkeypatch) -> None:
-    """The gate opens by its limit in the candidate's first call of every round: in the first three
-    rounds (the retry budget) it is timed again on set r + reps, and a reference load queued behind
-    it is dropped; the reference loads set r again after the candidate's kept call. Later rounds
+    """The gate opens by its limit in the reference's first call of every round: in the first three
+    rounds (the retry budget) it is timed again on set r + reps, and a candidate load queued behind
+    it is dropped; the candidate loads set r again after the reference's kept call. Later rounds
     keep the exposed call, and with it the queued load."""
     monkeypatch.setattr(timing, "CPU_CUSHION_MS", 2.0)
     monkeypatch.setattr(timing, "HOST_RETRY_SHARE", 0.3)
     reps, retried = 10, 3
     log: list = []
-    gate = LoggingGate(log, lambda call: call[:2] == ("call", "cand") and call[2] < reps)
+    gate = LoggingGate(log, lambda call: call[:2] == ("call", "ref") and call[2] < reps)
     result, timed = _queue_protocol(monkeypatch, log, reps=reps, gate=gate)
     host = result.details["host"]
-    assert host["kernel_retimed"] == retried and host["kernel_exposed_kept"] == reps - retried
+    assert host["ref_retimed"] == retried and host["ref_exposed_kept"] == reps - retried
 
     def window(name: str, k: int) -> list[tuple]:
-        return [("sync",), ("arm",), ("event",), ("call", name, k), ("event",), ("release",)]
+        return [("sync",), *_CLEAN, ("arm",), ("event",), ("call", name, k), ("event",), ("release",)]
 
     orders = _orders(timed, reps)
     assert {orders[r][0] for r in range(retried)} == {orders[r][0] for r in range(retried, reps)} == {"cand", "ref"}
     expected = []
     for r, (first, _) in enumerate(orders):
-        again = [("load", "cand", r + reps), *window("cand", r + reps), ("sync",)] if r < retried else []
-        if first == "cand":  # queued after the gate's release; loaded again after the call timed again
-            expected += [("load", "cand", r), *window("cand", r), ("load", "ref", r), ("sync",)]
-            expected += [*again, ("load", "ref", r)] if again else []
-            expected += [*window("ref", r), ("sync",)]
+        again = [("load", "ref", r + reps), *window("ref", r + reps), ("sync",)] if r < retried else []
+        if first == "ref":  # queued after the gate's release; loaded again after the call timed again
+            expected += [("load", "ref", r), *window("ref", r), ("load", "cand", r), ("sync",)]
+            expected += [*again, ("load", "cand", r)] if again else []
+            expected += [*window("cand", r), ("sync",)]
         else:
-            expected += [("load", "ref", r), *window("ref", r), ("sync",)]
-            expected += [("load", "cand", r), *window("cand", r), ("sync",), *again]
+            expected += [("load", "cand", r), *window("cand", r), ("sync",)]
+            expected += [("load", "ref", r), *window("ref", r), ("sync",), *again]
     assert _stripped(timed) == expected
     assert _made_by_last_load(timed)  # never the dropped load's call
-    assert [e[2] for e in timed if e[:2] == ("call", "ref")] == list(range(reps))  # once a round, on set r
+    assert [e[2] for e in timed if e[:2] == ("call", "cand")] == list(range(reps))  # once a round, on set r
 
 
-def test_with_start_clean_every_call_starts_clean_after_a_synchronize_and_both_loads_are_queued(monkeypatch) -> None:
+def test_with_start_clean_every_call_starts_clean_after_a_synchronize(monkeypatch) -> None:
     # The collector runs after the synchronize before each call, with the device synchronized again
     # after it (a finaliser's launches end before the flush), so no load runs it and the candidate's
-    # load too may be queued behind the reference's call.
+    # load may be queued behind the reference's call.
     log: list = []
-    result, timed = _queue_protocol(monkeypatch, log, start_clean=lambda: log.append(("clean",)))
+    result, timed = _queue_protocol(monkeypatch, log)
     warm = log[: len(log) - len(timed)]
     calls = [i for i, e in enumerate(warm) if e[0] == "call"]
     assert calls and all(warm[i - 2][0] == "clean" for i in calls)  # warm-up: clean, load, call
     orders = _orders(timed, 8)
     assert {first for first, _ in orders} == {"cand", "ref"}
-
-    def window(name: str, r: int) -> list[tuple]:
-        return [("sync",), ("clean",), ("sync",), ("event",), ("call", name, r), ("event",)]
-
-    expected = []
-    for r, (first, second) in enumerate(orders):
-        expected += [
-            ("load", first, r),
-            *window(first, r),
-            ("load", second, r),
-            ("sync",),
-            *window(second, r),
-            ("sync",),
-        ]
+    expected = [
+        e for r, (first, second) in enumerate(orders) for e in _expected_round(first, second, r, second == "cand")
+    ]
     assert _stripped(timed) == expected
-    assert _made_by_last_load(timed)
+    assert ("clean",) in _window("cand", 0) and _made_by_last_load(timed)
     assert result.details["kernel_ms_samples"] == pytest.approx([4.0] * 8)
