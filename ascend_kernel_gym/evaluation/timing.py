@@ -600,11 +600,12 @@ def _rounds(
     cand_times: list[float] = []
     ref_times: list[float] = []
     retry_budget = max(1, math.ceil(HOST_RETRY_SHARE * reps))
+    untimed = (_cleanly(run_candidate, start_clean), _cleanly(run_reference, start_clean))  # after a relocation
     for rep in range(reps):
         k = rep % num_sets
         if relocate is not None and rep % relocate_every == 0 and relocate():
-            _cleanly(run_candidate, start_clean)(k)()
-            _cleanly(run_reference, start_clean)(k)()
+            for prepare in untimed:
+                prepare(k)()
             dev.synchronize()
         order = [("cand", run_candidate), ("ref", run_reference)]
         rng.shuffle(order)

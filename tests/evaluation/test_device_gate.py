@@ -6,6 +6,7 @@ import random
 
 import pytest
 import torch
+from fake_clock import FakeClock
 
 from ascend_kernel_gym.evaluation import device_gate, timing
 
@@ -29,14 +30,6 @@ class FakeGate:
 
     def opened_by_limit(self) -> bool:
         return self.by_limit(len(self.arms))
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 10.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _gated(monkeypatch, gate: FakeGate, reps: int = 6):
