@@ -30,14 +30,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.util
 import json
 import multiprocessing as mp
 import os
 import random
 import signal
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -48,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402, F401  (before the package: works without gymnasium)
 import torch  # noqa: E402
+from _benchutil import load_module  # noqa: E402
 from gpu_context_probe import churn_processes, spin_kernels  # noqa: E402  (the positive control, as there)
 
 from ascend_kernel_gym.evaluation import placement, timing  # noqa: E402
@@ -63,25 +62,15 @@ CONFIGS = {"wide": (2 << 30, 8), "narrow": (64 << 20, 1)}
 GIB = 1 << 30
 
 
-def _module(name: str, source: str, directory: str) -> Any:
-    path = Path(directory) / f"{name}.py"
-    path.write_text(source)  # a file: triton.jit reads a kernel's source through inspect
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _load(task_id: str, small: bool, directory: str, device: torch.device) -> tuple[Any, Any, Any]:
+def _load(task_id: str, small: bool, device: torch.device) -> tuple[Any, Any, Any]:
     """The task's module (its inputs), its reference model and its reference solution's model."""
     task = get_task(task_id)
     stem = task_id.replace("/", "_")
-    mod = _module(f"task_{stem}", task.source, directory)
+    mod = load_module(str(task.path), f"task_{stem}")
     if small:
         for key, value in mod.TASK["profiles"]["small"].items():
             setattr(mod, key, value)
-    sol = _module(f"solution_{stem}", task.solution_source() or "", directory)
+    sol = load_module(str(task.solution_path), f"solution_{stem}")
     init = mod.get_init_inputs()
     torch.manual_seed(0)
     ref = mod.Model(*init).to(device).eval()
@@ -101,9 +90,9 @@ def _timer(conn: Any, device_name: str, small: bool, configs: list[str], seed: i
         max(1, (timing.FLUSH_BYTES if device.type == "cuda" else 1 << 20) // 4), dtype=torch.int32, device=device
     )
     arenas: dict[tuple[str, str, str], placement.InputArena] = {}
-    with tempfile.TemporaryDirectory() as directory, torch.no_grad():
+    with torch.no_grad():
         for task_id in TASKS:
-            mod, ref, new = _load(task_id, small, directory, device)
+            mod, ref, new = _load(task_id, small, device)
 
             def draw(s: int, mod: Any = mod) -> list[Any]:
                 return make_inputs(mod, s, "task", device)

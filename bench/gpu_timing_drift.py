@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import importlib.util
 import json
 import os
 import statistics
@@ -26,6 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bootstrap  # noqa: F401  (before the package: works without gymnasium)
+from _benchutil import load_module
 
 from ascend_kernel_gym.evaluation import EvalRequest, Evaluator
 from ascend_kernel_gym.tasks import load_suite
@@ -36,21 +36,13 @@ DEFAULT_TASKS = (
 )
 
 
-def _load(path: str, name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def plain_timing(task: Any, reps: int) -> dict[str, float]:
     """Median ms of the solution's and the reference's call, in this process (no harness)."""
     import torch
 
     torch.manual_seed(0)
-    ref_mod = _load(str(task.path), "drift_ref")
-    sol_mod = _load(str(task.solution_path), "drift_sol")
+    ref_mod = load_module(str(task.path), "drift_ref")
+    sol_mod = load_module(str(task.solution_path), "drift_sol")
     init = ref_mod.get_init_inputs()
     torch.manual_seed(1)
     ref = ref_mod.Model(*init).cuda()

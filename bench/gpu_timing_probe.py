@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.util
 import itertools
 import json
 import os
@@ -49,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402, F401  (before the package: works without gymnasium)
 import torch  # noqa: E402
+from _benchutil import load_module  # noqa: E402
 
 from ascend_kernel_gym.evaluation import timing  # noqa: E402
 
@@ -58,14 +58,6 @@ SMI_FIELDS = (
 )
 
 
-def _load(path: Path, name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 _SOLUTIONS: dict[str, Any] = {}
 
 
@@ -73,14 +65,14 @@ def _solution(task: str) -> Any:
     """The bundled solution module of ``task`` (loaded once, so its compiled kernels can be inspected)."""
     if task not in _SOLUTIONS:
         level, name = task.split("/")
-        _SOLUTIONS[task] = _load(SUITE / "solutions" / level / f"{name}.py", f"probe_sol_{name}")
+        _SOLUTIONS[task] = load_module(SUITE / "solutions" / level / f"{name}.py", f"probe_sol_{name}")
     return _SOLUTIONS[task]
 
 
 def build(task: str) -> dict[str, tuple[torch.nn.Module, Any]]:
     """``{"<task>:ref": (model, task_module), "<task>:sol": ...}`` on the GPU with the full profile."""
     level, name = task.split("/")
-    task_mod = _load(SUITE / "tasks" / level / f"{name}.py", f"probe_task_{name}")
+    task_mod = load_module(SUITE / "tasks" / level / f"{name}.py", f"probe_task_{name}")
     sol_mod = _solution(task)
     torch.manual_seed(0)
     ref = task_mod.Model(*task_mod.get_init_inputs()).cuda().eval()
