@@ -34,6 +34,25 @@ class Comparison:
     cand_value: float | None = None
     ref_value: float | None = None
     nonfinite: bool = False
+    #: elements beyond the tolerance but accepted as :class:`Strays`
+    strays: int = 0
+
+
+@dataclass(frozen=True)
+class Strays:
+    """How many elements of one output may lie beyond the tolerance, and by how much at most.
+
+    Where the reference is ill-conditioned (attention on large logits: one rounding step of the
+    inputs picks another key), the envelope of a few moved reference runs (the sensitivity slack)
+    leaves out some elements that a further rounding would move too. A kernel that rounds
+    differently than the reference then misses that envelope at a handful of elements of a
+    hundred-million-element output, by the size of such a move, at random. ``allowed`` such
+    elements pass when each is finite and within the tolerance plus ``reach``
+    (:mod:`.reference_run` derives both from the moved runs; zero on well-conditioned trials).
+    """
+
+    allowed: int
+    reach: float
 
 
 #: elements per piece of a comparison: its float64 temporaries take about 64 MB each. Whole, a
@@ -45,14 +64,30 @@ COMPARE_CHUNK = 1 << 23
 
 
 def compare(
-    cand: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, slack: torch.Tensor | None = None
+    cand: torch.Tensor,
+    ref: torch.Tensor,
+    atol: float,
+    rtol: float,
+    slack: torch.Tensor | None = None,
+    strays: Strays | None = None,
 ) -> Comparison:
     """Element-wise tolerance check in float64 (shapes must already match), :data:`COMPARE_CHUNK`
     elements at a time.
 
     ``slack`` (from :func:`precision_slack`) widens each element's tolerance by the reference's
-    own rounding error.
+    own rounding error; ``strays`` lets a few finite elements lie a little beyond it (more than
+    allowed: the check fails as if there were none).
     """
+    if strays is not None and strays.allowed > 0 and strays.reach > 0.0:
+        lenient = _compare(cand, ref, atol, rtol, slack, strays.reach)
+        if lenient.ok and lenient.strays <= strays.allowed:
+            return lenient
+    return _compare(cand, ref, atol, rtol, slack, 0.0)
+
+
+def _compare(
+    cand: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, slack: torch.Tensor | None, reach: float
+) -> Comparison:
     cand, ref = _TENSOR.detach(cand), _TENSOR.detach(ref)
     if cand.numel() == 0:
         return Comparison(True, 0.0, 0.0)
@@ -66,9 +101,9 @@ def compare(
     for start in range(0, flat_c.numel(), COMPARE_CHUNK):
         stop = start + COMPARE_CHUNK
         piece_s = flat_s[start:stop] if flat_s is not None else None
-        total.add(start, flat_c[start:stop], flat_r[start:stop], piece_s, atol, rtol, floating)
+        total.add(start, flat_c[start:stop], flat_r[start:stop], piece_s, atol, rtol, floating, reach)
     if total.bad_count == 0:
-        return Comparison(True, total.max_abs, total.max_rel)
+        return Comparison(True, total.max_abs, total.max_rel, strays=total.strays)
     flat, cand_value, ref_value = total.first_bad
     if total.nonfinite:
         total.max_abs = total.max_rel = float("inf")
@@ -94,6 +129,8 @@ class _Tally:
     #: (flat index, candidate value, reference value) of the first element out of tolerance
     first_bad: tuple[int, float, float] = (0, 0.0, 0.0)
     nonfinite: bool = False
+    #: finite elements beyond the bound but within ``reach`` of it
+    strays: int = 0
 
     def add(
         self,
@@ -104,8 +141,10 @@ class _Tally:
         atol: float,
         rtol: float,
         floating: bool,
+        reach: float = 0.0,
     ) -> None:
-        """Count one piece (flat, starting at element ``offset``) of the two outputs."""
+        """Count one piece (flat, starting at element ``offset``) of the two outputs; an element
+        beyond the bound by at most ``reach`` (both sides finite) is a stray, not a bad one."""
         c = _TENSOR.to(cand, torch.float64)
         r = _TENSOR.to(ref, torch.float64)
         finite_r = torch.isfinite(r)
@@ -119,8 +158,12 @@ class _Tally:
             bound = torch.zeros_like(r)  # integers and booleans (counts, indices, masks) are exact
         within = diff <= bound
         same_special = (c == r) | (torch.isnan(c) & torch.isnan(r))
-        good = torch.where(finite_r, within & finite_c, same_special)
         both = finite_r & finite_c
+        if floating and reach > 0.0:
+            stray = (diff <= bound + reach) & ~within & both
+            self.strays += int(stray.sum())
+            within = within | stray
+        good = torch.where(finite_r, within & finite_c, same_special)
         if bool(both.any()):
             d = torch.where(both, diff, torch.zeros_like(diff))
             self.max_abs = max(self.max_abs, float(d.max()))

@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from ascend_kernel_gym.evaluation.compare import compare, outputs_close, outputs_identical, quick_close
+from ascend_kernel_gym.evaluation.compare import Strays, compare, outputs_close, outputs_identical, quick_close
 from ascend_kernel_gym.evaluation.errors import (
     StageError,
     Verdict,
@@ -74,6 +74,8 @@ class _Trial:
     atol_scale: float = 1.0
     #: bytes of the trial's tensor inputs (the candidate may send them all back, changed)
     input_bytes: int = 0
+    #: per output leaf: the stray elements it lets through (ill-conditioned references), or None
+    strays: list[Strays | None] = field(default_factory=list)
 
 
 @dataclass
@@ -107,6 +109,8 @@ class Judge:
         self.max_abs = 0.0
         self.max_rel = 0.0
         self.out_bytes = 0
+        #: elements let through as strays over the passed trials (:class:`.compare.Strays`)
+        self.strays = 0
         self._previous: tuple[Any, Any] | None = None
         self._first: tuple[Any, Any] | None = None  # trial 0's (candidate output, reference output)
         self._pending: StageError | None = None  # trial 0's mismatch, while the probe is out
@@ -169,6 +173,7 @@ class Judge:
             aliased=[bool(a) for a in entry.get("aliased") or []],
             atol_scale=max(1.0, float(entry.get("atol_scale", 1.0))),
             input_bytes=max(0, int(entry.get("input_bytes") or 0)),
+            strays=[_strays(item) for item in list(entry.get("strays") or [])],
         )
 
     def release(self) -> None:
@@ -332,7 +337,10 @@ class Judge:
             if i not in ref.inputs_after or i not in after or not outputs_identical(after[i], ref.inputs_after[i])
         ]
         slack = list(ref.slack) if ref.slack is not None else [None] * len(pairs)
-        if mutated and all(compare(c, r, atol, self.rtol, s).ok for (c, r, _), s in zip(pairs, slack, strict=False)):
+        strays = ref.strays + [None] * (len(pairs) - len(ref.strays))
+        if mutated and all(
+            compare(c, r, atol, self.rtol, s, k).ok for (c, r, _), s, k in zip(pairs, slack, strays, strict=False)
+        ):
             raise StageError(
                 ErrorType.INPUT_MUTATED,
                 f"ModelNew.forward modified its input argument(s) {mutated} in place (its output is otherwise "
@@ -357,17 +365,18 @@ class Judge:
             ):
                 raise input_independent()
             max_abs, max_rel = self.max_abs, self.max_rel
-            for (cand_t, ref_t, label), ref_slack in zip(pairs, slack, strict=False):
+            for (cand_t, ref_t, label), ref_slack, ref_strays in zip(pairs, slack, strays, strict=False):
                 if quick_close(cand_t, ref_t, atol, self.rtol, ref_slack):
                     # Every element is close and finite: the error statistics in float32 (a few passes;
                     # the float64 check below costs several times more on outputs of hundreds of MB).
                     abs_err, rel_err = _error_stats(cand_t, ref_t, atol)
                     max_abs, max_rel = max(max_abs, abs_err), max(max_rel, rel_err)
                     continue
-                cmp = compare(cand_t, ref_t, atol, self.rtol, ref_slack)
+                cmp = compare(cand_t, ref_t, atol, self.rtol, ref_slack, ref_strays)
                 if cmp.ok:
                     max_abs = max(max_abs, cmp.max_abs_err)
                     max_rel = max(max_rel, cmp.max_rel_err)
+                    self.strays += cmp.strays
                     continue
                 if cmp.nonfinite:
                     raise StageError(
@@ -379,7 +388,7 @@ class Judge:
                         max_rel_err=cmp.max_rel_err,
                         trials_passed=index,
                     )
-                bound = tolerance_text(ref_t, atol, self.rtol, ref_slack)
+                bound = tolerance_text(ref_t, atol, self.rtol, ref_slack) + _strays_text(ref_strays)
                 mismatch = StageError(
                     ErrorType.VALUE_MISMATCH,
                     f"{label} does not match the reference ({self.where(index)}): "
@@ -459,6 +468,24 @@ def input_independent() -> StageError:
         ErrorType.INPUT_INDEPENDENT,
         "ModelNew.forward returned the same output for different inputs while the reference's output changed "
         "(a constant, or a result cached across calls); compute the output from the inputs every call",
+    )
+
+
+def _strays(item: Any) -> Strays | None:
+    """A plan's ``[allowed, reach]`` entry (None, or anything malformed: no strays)."""
+    try:
+        allowed, reach = int(item[0]), float(item[1])
+    except (TypeError, ValueError, IndexError):
+        return None
+    return Strays(allowed, reach) if allowed > 0 and math.isfinite(reach) and reach > 0.0 else None
+
+
+def _strays_text(strays: Strays | None) -> str:
+    if strays is None:
+        return ""
+    return (
+        f" (the reference is ill-conditioned on these inputs: up to {strays.allowed} elements may lie up to "
+        f"{strays.reach:.3g} further)"
     )
 
 
@@ -571,6 +598,11 @@ def merge_final(result: EvalResult, judge: Judge) -> EvalResult:
     result.trials_total = len(judge.trials)
     result.max_abs_err = judge.max_abs
     result.max_rel_err = judge.max_rel
+    if judge.strays:
+        result.warnings.append(
+            f"{judge.strays} output element(s) lay beyond the tolerance where the reference itself is "
+            "ill-conditioned (one rounding step of its inputs moves it further); they were accepted"
+        )
     if result.stage == Stage.DONE:
         result.correct = True
     return result

@@ -195,6 +195,7 @@ def verdict_message(judge: Judge, verdict: Verdict) -> dict[str, Any]:
         "max_abs": judge.max_abs,
         "max_rel": judge.max_rel,
         "out_bytes": judge.out_bytes,
+        "strays": judge.strays,
     }
 
 

@@ -40,6 +40,8 @@ class RemoteJudge:
         self.max_abs = 0.0
         self.max_rel = 0.0
         self.out_bytes = 0
+        #: elements the judge let through as strays (:class:`.compare.Strays`)
+        self.strays = 0
         #: the most device memory the judge reported reserving for this evaluation (None: no report)
         self.device_bytes: int | None = None
         #: the same, apart: building the plan, and judging the trials after it (None: no report)
@@ -129,6 +131,7 @@ class RemoteJudge:
             self.max_abs = float(message["max_abs"])
             self.max_rel = float(message["max_rel"])
             self.out_bytes = int(message["out_bytes"])
+            self.strays = max(0, int(message.get("strays") or 0))
             action = str(message["action"])
             failure = _failure(message.get("failure"))
         except (KeyError, TypeError, ValueError):

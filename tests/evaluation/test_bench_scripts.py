@@ -277,3 +277,22 @@ def test_quiet_probe_reads_each_mode_against_its_base() -> None:
     rows = [line for line in probe.table(samples, "A", ["idle", "churn"], "idle") if line.startswith("| w:ref")]
     assert len(rows) == 2 and "+0.00%" in rows[0]
     assert "+5.00%" in rows[1] and "2.100, 2.100" in rows[1]  # the idle rounds' outlier trimmed
+
+
+def test_honest_seeds_counts_passes_strays_and_failures(tmp_path) -> None:
+    out = tmp_path / "honest.md"
+    args = ("--backend", "interpreter", "--dry", "--seeds", "2", "--out", str(out))
+    proc = _run_gpu_script("bench/gpu_honest_seeds.py", *args)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]  # exit 1: an honest kernel failed
+    report = json.loads(out.with_suffix(".json").read_text())
+    seen = [(r["task"], r["seed"], r["ok"]) for r in report["rows"]]
+    assert seen == [("core/L1/relu", 1, True), ("core/L1/relu", 2, True)]
+    assert "| core/L1/relu | 2 | 2 | 0 | 0 |" in out.read_text()
+    honest = _load_script("gpu_honest_seeds")
+    rows = [
+        {"task": "t", "seed": 1, "ok": True, "strays": "3", "error_type": "none", "error": ""},
+        {"task": "t", "seed": 2, "ok": False, "strays": "", "error_type": "value_mismatch", "error": "trial 2"},
+    ]
+    entry = honest.summary(rows)["t"]
+    assert (entry["runs"], entry["passed"], entry["with_strays"]) == (2, 1, 1)
+    assert entry["failures"] == ["seed 2: value_mismatch: trial 2"]

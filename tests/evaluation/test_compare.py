@@ -9,6 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ascend_kernel_gym.evaluation.compare import (  # noqa: E402
+    Strays,
     compare,
     has_low_precision,
     inputs_equal,
@@ -335,3 +336,25 @@ def test_a_compact_slack_is_never_narrower_and_takes_no_room_where_it_is_zero() 
     ref, exact = _fp16_chain(x), _fp16_chain(x.float()).half()
     stored = compact_slack(precision_slack(ref, _fp16_chain(x.float())), ref)
     assert stored[0].dtype == torch.float16 and compare(exact, ref, 1e-2, 1e-2, stored[0]).ok
+
+
+def test_strays_let_a_few_finite_elements_lie_a_little_beyond_the_bound() -> None:
+    ref = torch.zeros(1000)
+    cand = ref.clone()
+    cand[[3, 500, 999]] = 0.5  # beyond atol 0.1 by 0.4
+    assert not compare(cand, ref, 0.1, 0.0).ok
+    lenient = compare(cand, ref, 0.1, 0.0, strays=Strays(allowed=3, reach=0.45))
+    assert lenient.ok and lenient.strays == 3
+    # one more than allowed: the check fails as if there were no strays, naming every element
+    refused = compare(cand, ref, 0.1, 0.0, strays=Strays(allowed=2, reach=0.45))
+    assert not refused.ok and refused.bad_count == 3 and refused.first_bad_index == [3]
+    # further than the reach, or not finite: never a stray
+    far = cand.clone()
+    far[500] = 0.6
+    assert not compare(far, ref, 0.1, 0.0, strays=Strays(allowed=10, reach=0.45)).ok
+    nan = ref.clone()
+    nan[7] = float("nan")
+    assert not compare(nan, ref, 0.1, 0.0, strays=Strays(allowed=10, reach=1e9)).ok
+    # a clean output counts no strays; no allowance changes nothing
+    assert compare(ref, ref, 0.1, 0.0, strays=Strays(allowed=3, reach=0.45)).strays == 0
+    assert not compare(cand, ref, 0.1, 0.0, strays=Strays(allowed=0, reach=0.45)).ok

@@ -318,3 +318,35 @@ def test_a_shape_mismatch_in_a_later_trial_names_the_trial() -> None:
     verdict = judge.judge(*_trial(1, torch.zeros(3)))
     assert verdict.failure is not None and verdict.failure.error_type == ErrorType.SHAPE_MISMATCH
     assert "trial 2 of 2: the task's own inputs, shape case 'odd' (dim=7)" in verdict.failure.message
+
+
+def test_an_ill_conditioned_trial_lets_its_strays_through_and_says_so() -> None:
+    """Where the plan found the reference ill-conditioned (a few elements move far when its inputs
+    move by one rounding step), a kernel that rounds differently passes with up to the allowed
+    number of elements a little beyond the tolerance; one more, one further, or a NaN fails."""
+    out = torch.relu(_inputs(0))
+    strays = {"strays": [[2, 0.5]]}
+
+    def off(*places: int, by: float = 0.3) -> torch.Tensor:
+        moved = out.clone()
+        moved[list(places)] += by
+        return moved
+
+    judge = _judge_with(strays, trials=1)
+    two = off(1, 6)
+    assert judge.judge(*_trial(0, two, again=two)).action == "continue"
+    assert judge.strays == 2
+    result = merge_final(_done(trials_passed=1), judge)
+    assert result.correct and any("ill-conditioned" in w for w in result.warnings)
+    for wrong in (off(1, 5, 6), off(1, by=0.6), off(1, by=float("nan"))):
+        verdict = _judge_with(strays, trials=1).judge(*_trial(0, wrong, again=wrong))
+        assert verdict.action != "continue"
+    three = off(1, 5, 6)
+    judge = _judge_with(strays, trials=1)
+    assert judge.judge(*_trial(0, three, again=three)).action == "probe"
+    failure = judge.judge(*_trial("probe", torch.relu(_inputs(7)))).failure
+    assert failure is not None and failure.error_type == ErrorType.VALUE_MISMATCH
+    assert "3 of 8 elements" in failure.message and "up to 2 elements may lie up to 0.5 further" in failure.message
+    # without the plan's allowance the same output fails; a malformed allowance is none
+    for plain in ({}, {"strays": [["x", 0.5]]}, {"strays": [[2, float("inf")]]}):
+        assert _judge_with(plain, trials=1).judge(*_trial(0, two, again=two)).action != "continue"
