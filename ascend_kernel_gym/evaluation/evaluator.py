@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from ascend_kernel_gym.evaluation import cuda_sync
 from ascend_kernel_gym.evaluation.cache import ResultCache, cache_key, harness_fingerprint
 from ascend_kernel_gym.evaluation.concurrency import (
     ASSUMED_DEVICE_GIB,
@@ -173,6 +174,7 @@ class Evaluator:
         from ascend_kernel_gym.backends.detect import resolve_backend
 
         judge_mode_from_env()  # a misspelt AKG_JUDGE fails here, not at the first evaluation
+        cuda_sync.setting_from_env()  # and AKG_CUDA_SYNC
         if executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
         if executor == "local" and (address is not None or actors is not None or ray_options is not None):

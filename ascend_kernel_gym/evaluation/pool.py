@@ -27,6 +27,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from ascend_kernel_gym.evaluation import cuda_sync
 from ascend_kernel_gym.evaluation.concurrency import OWN_MEMORY_CAP_MESSAGE
 from ascend_kernel_gym.evaluation.result import ErrorType, EvalResult, Stage
 from ascend_kernel_gym.evaluation.wire import HEADER, JUDGE_MODES, LEASE_EXTRA_MAX_S, read_exact, write_message
@@ -192,6 +193,9 @@ class ZygoteHandle:
                 "lease_dir": os.environ.get("AKG_LEASE_DIR") or None,
                 # "1" / "0": the timing stage's device gate (evaluation/device_gate.py) on / off
                 "timing_gate": os.environ.get("AKG_TIMING_GATE", ""),
+                # "blocking" / "spin": how a CUDA child waits for the device outside its timed
+                # rounds (evaluation/cuda_sync.py; default: blocking)
+                "cuda_sync": cuda_sync.setting_from_env(),
                 # "1" / "0": on cuda, a child without the device compiles each job's Triton kernels
                 # ahead, going on while neighbours time (evaluation/precompile.py; default: on
                 # where workers share a device)

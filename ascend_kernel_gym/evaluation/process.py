@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from ascend_kernel_gym.backends import interpreter_memcheck
+from ascend_kernel_gym.evaluation import cuda_sync
 from ascend_kernel_gym.evaluation.errors import StageError
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.os_sandbox import SandboxReport, default_policy, enter_os_sandbox
@@ -354,6 +355,7 @@ def init_device(backend: str) -> torch.device:
     if backend == "interpreter":
         return torch.device("cpu")
     if backend == "cuda":
+        cuda_sync.before_context()
         torch.cuda.init()
         torch.cuda.set_device(0)
         torch.empty(1, device="cuda")  # create the context before any timing

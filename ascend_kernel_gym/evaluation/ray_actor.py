@@ -19,6 +19,7 @@ from ascend_kernel_gym.evaluation.result import EvalRequest, EvalResult
 #: node's, which does not have them): how timing runs, where verdicts are made, the sandboxes
 FORWARDED_SETTINGS = (
     "AKG_TIMING_GATE",
+    "AKG_CUDA_SYNC",
     "AKG_PRECOMPILE",
     "AKG_DEFER_REFERENCE",
     "AKG_JUDGE",

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from ascend_kernel_gym.evaluation import device_gate, placement
+from ascend_kernel_gym.evaluation import cuda_sync, device_gate, placement
 from ascend_kernel_gym.evaluation.correctness import (
     call_candidate,
     enter_candidate_call,
@@ -195,10 +195,11 @@ def run_timing(
     spills = state.recorder.max_spills if state.recorder is not None else 0
     local_memory = placement.LocalMemory.for_device(device, rng) if spills > 0 else None
     gate, no_gate = device_gate.ready()
+    spin_here = cuda_sync.spinning if device.type == "cuda" else contextlib.nullcontext
     set_up = time.perf_counter()
     try:
         side_streams = _watch_side_streams(state, device)
-        with torch.no_grad():
+        with torch.no_grad(), spin_here():
             timing = time_side_by_side(
                 arenas["candidate"].prepare,
                 arenas["reference"].prepare,
@@ -252,6 +253,8 @@ def run_timing(
     result.timing["max_spills"] = spills
     if device.type != "cpu":
         result.timing["gate"] = "on" if gate is not None else no_gate
+    if device.type == "cuda":
+        result.timing["cuda_sync"] = cuda_sync.state()
     result.timing["phase_s"] = {
         "setup": round(set_up - started, 4),
         **result.timing.get("phase_s", {}),

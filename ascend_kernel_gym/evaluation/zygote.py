@@ -129,6 +129,7 @@ class Zygote:
         #: the running (or just answered) job's hold on the device's lease, let go by :meth:`end_job`
         self.keeper: LeaseKeeper | None = None
         self.timing_gate = str(config.get("timing_gate") or "")  # AKG_TIMING_GATE (not in our environment)
+        self.cuda_sync = str(config.get("cuda_sync") or "")  # AKG_CUDA_SYNC (likewise)
         #: whether a device-free child compiles each job's kernels ahead (:mod:`.precompile`):
         #: AKG_PRECOMPILE "1" / "0", else on where the device is shared (a job's ``device_share``
         #: below 1); alone on its device, the candidate's child would only wait for it
@@ -147,9 +148,10 @@ class Zygote:
         import triton
         import triton.language  # noqa: F401
 
-        from ascend_kernel_gym.evaluation import device_gate
+        from ascend_kernel_gym.evaluation import cuda_sync, device_gate
 
         device_gate.configure(self.timing_gate)  # children forked from here inherit it
+        cuda_sync.configure(self.cuda_sync)
         torch.set_num_threads(self.torch_threads)
         # Initialises the thread pools now: until then a fork re-creates a pool thread in the child
         # (torch's at-fork handler), and a child with two threads cannot enter the OS sandbox.
@@ -210,6 +212,7 @@ class Zygote:
             "device_touched": device_touched(),
             "os_sandbox": sandbox_report,
             "timing_gate": device_gate.wanted(),
+            "cuda_sync": cuda_sync.wanted(),
         }
 
     def _warm_os_sandbox(self) -> dict[str, Any] | None:
