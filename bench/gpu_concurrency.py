@@ -263,6 +263,7 @@ def row_of(item: dict[str, Any], result: EvalResult, finished_s: float) -> dict[
         "ref_ms": result.ref_ms,
         "cushion_ms": result.timing.get("cushion_ms"),
         "gate": result.timing.get("gate"),
+        "cuda_sync": result.timing.get("cuda_sync"),
         "host": result.timing.get("host"),
         # wall seconds of the timing stage's parts (the lease covers "rounds"; the host summary
         # splits them into input loads and timed calls)
