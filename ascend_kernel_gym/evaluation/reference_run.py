@@ -49,7 +49,7 @@ from ascend_kernel_gym.evaluation.inputs import (
     trial_schedule,
 )
 from ascend_kernel_gym.evaluation.job import Job
-from ascend_kernel_gym.evaluation.outputs import output_leaves
+from ascend_kernel_gym.evaluation.outputs import OutputCheckError, flatten_outputs, output_leaves
 from ascend_kernel_gym.evaluation.param_vary import draw_values, floating_slots, snapshot, write_reference
 from ascend_kernel_gym.evaluation.process import Prepared, limit_memory
 from ascend_kernel_gym.evaluation.reference_model import (
@@ -346,7 +346,10 @@ def _escaped(out: Any, widest: list[Any], moves: list[Any], tolerance: tuple[flo
     """Per output tensor: elements where ``moves`` passes both :data:`SENSITIVITY_FACTOR` times
     ``widest`` (the earlier runs' envelope) and the tolerance ``atol + rtol * |out|``."""
     atol, rtol = tolerance
-    leaves = [leaf for _, leaf in output_leaves(out)]
+    try:
+        leaves = [leaf for _, leaf, _ in flatten_outputs(out, out)]  # the order of the moves' entries
+    except OutputCheckError:
+        return []
     counts: list[int] = []
     for i, (before, now) in enumerate(zip(widest, moves, strict=True)):
         leaf = leaves[i] if i < len(leaves) else None

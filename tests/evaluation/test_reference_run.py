@@ -70,3 +70,19 @@ def test_a_well_conditioned_reference_allows_no_strays(tmp_path, monkeypatch) ->
     trials, _ = _plan(_task(tmp_path, 1e-4))
     assert [t["distribution"] for t in trials][:3] == ["task", "large", "small"]
     assert all("strays" not in t for t in trials)
+
+
+def test_the_strays_follow_the_outputs_tensors_in_order(tmp_path) -> None:
+    """One entry per compared tensor (as the slack has): an integer output gets none, a None in
+    the output is no entry, the ill-conditioned tensor after them gets its own."""
+    path = tmp_path / "mixed.py"
+    path.write_text(
+        SHARP.replace(
+            "return torch.sin(x.float().cumsum(-1) * SCALE)",
+            "return x.argmax(-1), None, torch.sin(x.float().cumsum(-1) * 1000.0)",
+        )
+    )
+    trials, _ = _plan(load_task_file(path))
+    assert trials[1]["distribution"] == "large"
+    first, second = trials[1]["strays"]
+    assert first is None and second[0] >= 1
