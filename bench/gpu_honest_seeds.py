@@ -73,11 +73,11 @@ def evaluate(args: argparse.Namespace) -> list[dict[str, Any]]:
     started = time.perf_counter()
     with Evaluator(backend=args.backend, cache=False) as ev:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
-            common: dict[str, Any] = {"profile": profile, "seed": seed, "measure_performance": False}
-            requests = [EvalRequest(task=t, code=t.solution_source() or "", **common) for t in tasks]
             if time.perf_counter() - started > args.budget_s:
                 print(f"budget reached before seed {seed}", flush=True)
                 break
+            common: dict[str, Any] = {"profile": profile, "seed": seed, "measure_performance": False}
+            requests = [EvalRequest(task=t, code=t.solution_source() or "", **common) for t in tasks]
             for task, result in zip(tasks, ev.evaluate_many(requests), strict=True):
                 strays = [w for w in result.warnings if STRAY_WARNING in w]
                 row = {

@@ -41,21 +41,23 @@ _driver: ctypes.CDLL | None = None
 _state = "not set"
 
 
-def configure(setting: str) -> None:
-    """The zygote's ``AKG_CUDA_SYNC`` value (empty: the default); raises ``ValueError`` on another."""
-    global _configured
+def _checked(setting: str) -> str:
+    """``setting`` normalised (empty: unset); raises ``ValueError`` on an unknown mode."""
     value = setting.strip().lower()
     if value and value not in MODES:
         raise ValueError(f"{ENV} must be one of {', '.join(MODES)} (or unset), got {setting!r}")
-    _configured = value or None
+    return value
+
+
+def configure(setting: str) -> None:
+    """The zygote's ``AKG_CUDA_SYNC`` value (empty: the default); raises ``ValueError`` on another."""
+    global _configured
+    _configured = _checked(setting) or None
 
 
 def setting_from_env() -> str:
     """``AKG_CUDA_SYNC`` as the pool passes it to its zygote; raises ``ValueError`` on an unknown mode."""
-    value = os.environ.get(ENV, "").strip().lower()
-    if value and value not in MODES:
-        raise ValueError(f"{ENV} must be one of {', '.join(MODES)} (or unset), got {value!r}")
-    return value
+    return _checked(os.environ.get(ENV, ""))
 
 
 def wanted() -> str:

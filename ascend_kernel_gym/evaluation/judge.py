@@ -364,7 +364,7 @@ class Judge:
                 and not outputs_close(ref.output, previous[1], self.atol, self.rtol)
             ):
                 raise input_independent()
-            max_abs, max_rel = self.max_abs, self.max_rel
+            max_abs, max_rel, strays_passed = self.max_abs, self.max_rel, self.strays
             for (cand_t, ref_t, label), ref_slack, ref_strays in zip(pairs, slack, strays, strict=False):
                 if quick_close(cand_t, ref_t, atol, self.rtol, ref_slack):
                     # Every element is close and finite: the error statistics in float32 (a few passes;
@@ -376,7 +376,7 @@ class Judge:
                 if cmp.ok:
                     max_abs = max(max_abs, cmp.max_abs_err)
                     max_rel = max(max_rel, cmp.max_rel_err)
-                    self.strays += cmp.strays
+                    strays_passed += cmp.strays
                     continue
                 if cmp.nonfinite:
                     raise StageError(
@@ -407,7 +407,7 @@ class Judge:
                 raise mismatch
         except StageError as failure:
             raise with_note(failure, note) from None
-        self.max_abs, self.max_rel = max_abs, max_rel
+        self.max_abs, self.max_rel, self.strays = max_abs, max_rel, strays_passed
         self._previous = (output.value, ref.output)
         self.out_bytes = max(self.out_bytes, sum(c.numel() * c.element_size() for c, _, _ in pairs))
         self.passed = index + 1
