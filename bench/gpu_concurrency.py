@@ -406,10 +406,11 @@ def render(meta: dict[str, Any], runs: list[dict[str, Any]]) -> str:
     for run in runs:
         kept = [row.get("checks_kept") or {} for row in run["rows"]]
         if any(kept):
-            keys = ("device", "host", "at_once", "sampled")
+            keys = ("agreed", "device", "host", "at_once", "sampled")
             where = {key: sum(int(k.get(key, 0)) for k in kept) for key in keys}
             lines.append(
-                f"- {label(run)}: checked outputs kept on the device {where['device']}, "
+                f"- {label(run)}: checked outputs that agreed with the reference's in their round "
+                f"{where['agreed']}; kept for a re-run of the reference on the device {where['device']}, "
                 f"in host memory {where['host']}, compared inside the lease {where['at_once']}; "
                 f"tensors kept as a sample {where['sampled']}"
             )

@@ -1,9 +1,12 @@
 """The checked rounds' outputs of the timing stage, kept until the timed calls are over.
 
 In some random rounds of the timing stage (:mod:`.timing`) the candidate's output is checked
-against the reference's on the same inputs. The check needs the reference run again, untimed,
-which the device's lease should not pay for; so the output is kept (:class:`KeptOutputs`) and
-compared once the timed calls are over and the lease went back (:func:`kept_matches`).
+against the reference's on the same inputs. The reference's output of the same round is at hand
+there: an output within the plain tolerance of it passes at once (:meth:`KeptOutputs.agrees`, a
+comparison of at most a sample, in the round). Any other output (and the audited calls' outputs,
+whose candidate code ran after the reference's call) needs the reference run again, untimed,
+which the device's lease should not pay for; so it is kept (:class:`KeptOutputs`) and compared
+once the timed calls are over and the lease went back (:func:`kept_matches`).
 
 What is kept of an output tensor: the whole tensor when that takes no more memory than a sample,
 else :data:`SAMPLE_ELEMENTS` elements at random positions, drawn after the call from the harness's
@@ -31,7 +34,7 @@ from typing import Any
 import torch
 
 from ascend_kernel_gym.evaluation import placement
-from ascend_kernel_gym.evaluation.compare import outputs_close
+from ascend_kernel_gym.evaluation.compare import outputs_close, quick_close
 from ascend_kernel_gym.evaluation.outputs import detach_copy
 from ascend_kernel_gym.evaluation.process import device_reserved_bytes, own_rss_bytes
 from ascend_kernel_gym.evaluation.state import ChildState
@@ -96,7 +99,7 @@ class KeptOutputs:
         self.seed = seed
         self.on_device = 0
         self.on_host = 0
-        self.counts = {"device": 0, "host": 0, "at_once": 0, "sampled": 0}
+        self.counts = {"agreed": 0, "device": 0, "host": 0, "at_once": 0, "sampled": 0}
         self._generators: dict[torch.device, torch.Generator] = {}
 
     @classmethod
@@ -143,6 +146,31 @@ class KeptOutputs:
         self.counts["sampled"] += sum(isinstance(leaf, Sample) for leaf in leaves)
         return kept
 
+    def agrees(self, output: Any, ref_output: Any, atol: float, rtol: float) -> bool:
+        """Whether ``output`` is within the plain tolerance of ``ref_output``, the reference's
+        output on the same inputs in the same round, checked now: every tensor whole where it is no
+        larger than a sample, else at :data:`SAMPLE_ELEMENTS` places drawn now (as :meth:`keep`
+        draws them). True spares the check a re-run of the reference after the timed calls; False
+        means nothing (anything but tensors of one shape and dtype on both sides, or any element
+        beyond the bound): the caller keeps the output for the full check."""
+        cands, refs = list(_leaves(output)), list(_leaves(ref_output))
+        if len(cands) != len(refs) or _structure(output) != _structure(ref_output):
+            return False
+        for cand, ref in zip(cands, refs, strict=True):
+            if type(cand) is not torch.Tensor or type(ref) is not torch.Tensor:
+                return False
+            if cand.shape != ref.shape or cand.dtype != ref.dtype or cand.device != ref.device:
+                return False
+            count = _TENSOR.numel(ref)
+            if count > SAMPLE_ELEMENTS:
+                generator = self._generator(ref.device)
+                index = torch.randint(count, (SAMPLE_ELEMENTS,), generator=generator, device=ref.device)
+                cand, ref = _TENSOR.take(cand, index), _TENSOR.take(ref, index)
+            if not quick_close(cand, ref, atol, rtol):
+                return False
+        self.counts["agreed"] += 1
+        return True
+
     def _shrink(self, value: Any) -> Any:
         """A private copy of an output tensor, or its :class:`Sample` when that is smaller."""
         if not isinstance(value, torch.Tensor):
@@ -167,8 +195,8 @@ class KeptOutputs:
         return _map_leaves(kept, _leaf_from_host)
 
     def summary(self) -> dict[str, int]:
-        """How many outputs were kept on the device, in host memory, compared at once, and how
-        many tensors among the kept ones were sampled."""
+        """How many outputs agreed with the reference's in their round, were kept on the device,
+        in host memory, compared at once, and how many tensors among the kept ones were sampled."""
         return dict(self.counts)
 
 
@@ -240,6 +268,13 @@ def _map_leaves(value: Any, fn: Callable[[Any], Any]) -> Any:
     if isinstance(value, list):
         return [_map_leaves(v, fn) for v in value]
     return fn(value)
+
+
+def _structure(value: Any) -> Any:
+    """The nesting of tuples and lists in ``value``, leaves left out."""
+    if isinstance(value, (tuple, list)):
+        return (type(value), tuple(_structure(v) for v in value))
+    return None
 
 
 def _leaves(value: Any) -> Iterator[Any]:

@@ -150,6 +150,8 @@ class InputArena:
         # inputs that cannot be placed keep a private buffer each, with the layout of the original
         self.fixed = [None if i in placed else clone_inputs([x])[0] for i, x in enumerate(first)]
         self.outputs: deque[Any] = deque(maxlen=output_ring)
+        #: the input set each kept output was computed on
+        self.output_sets: deque[int] = deque(maxlen=output_ring)
         self.last_offsets: list[int] = []
 
     def load(self, k: int) -> list[Any]:
@@ -173,6 +175,7 @@ class InputArena:
         def call() -> Any:
             out = self.model(*buffers)
             self.outputs.append(out)  # the oldest kept output is freed only now
+            self.output_sets.append(k)
             return out
 
         return call
@@ -180,6 +183,10 @@ class InputArena:
     @property
     def last_output(self) -> Any:
         return self.outputs[-1] if self.outputs else None
+
+    def last_output_on(self, k: int) -> Any:
+        """The last call's output when that call ran on input set ``k``, else None."""
+        return self.outputs[-1] if self.output_sets and self.output_sets[-1] == k else None
 
 
 class RoundInputs:

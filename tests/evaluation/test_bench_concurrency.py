@@ -161,11 +161,15 @@ def test_harness_errors_are_listed_with_their_messages(bench) -> None:
     lines = [line for line in bench.render(meta, [run]).splitlines() if "built a plan" in line]
     assert lines == ["- c=8 interleaved: the judge built a plan (ran the reference) for 1 of 2 evaluations"]
     # where the checked rounds' copies waited, summed over the run
-    run["rows"] = [row | {"checks_kept": {"device": 3, "host": 9, "at_once": 3}}, row | {"checks_kept": None}]
+    run["rows"] = [
+        row | {"checks_kept": {"agreed": 7, "device": 3, "host": 9, "at_once": 3}},
+        row | {"checks_kept": {"device": 1}},  # a result from before the in-round check
+        row | {"checks_kept": None},
+    ]
     lines = [line for line in bench.render(meta, [run]).splitlines() if "kept" in line]
     assert lines == [
-        "- c=8 interleaved: checked outputs kept on the device 3, in host memory 9, compared inside the lease 3; "
-        "tensors kept as a sample 0"
+        "- c=8 interleaved: checked outputs that agreed with the reference's in their round 7; kept for a re-run "
+        "of the reference on the device 4, in host memory 9, compared inside the lease 3; tensors kept as a sample 0"
     ]
 
 

@@ -24,7 +24,7 @@ def test_copies_go_to_the_device_then_to_host_memory_then_are_compared_at_once()
     out = torch.arange(1024, dtype=torch.float32)  # 4 KiB
     keeper = KeptOutputs(torch.device("cpu"), device_bytes=2 * out.nbytes, host_bytes=out.nbytes, rerun_s=1.0)
     kept = [keeper.keep(out) for _ in range(4)]
-    assert keeper.summary() == {"device": 2, "host": 1, "at_once": 1, "sampled": 0}
+    assert keeper.summary() == {"agreed": 0, "device": 2, "host": 1, "at_once": 1, "sampled": 0}
     assert kept[3] is None  # fits nowhere: the caller compares it in its round
     out.fill_(-1.0)  # a later call writing into the same tensor changes no copy
     for copy in kept[:3]:
@@ -41,7 +41,7 @@ def test_a_structured_output_keeps_its_structure_through_host_memory() -> None:
     back = KeptOutputs.back(copy)
     assert isinstance(back, tuple) and isinstance(back[1], list) and back[1][1] is None
     assert torch.equal(back[0], torch.ones(3)) and torch.equal(back[1][0], torch.zeros(2, 2))
-    assert keeper.summary() == {"device": 0, "host": 1, "at_once": 0, "sampled": 0}
+    assert keeper.summary() == {"agreed": 0, "device": 0, "host": 1, "at_once": 0, "sampled": 0}
 
 
 def test_host_memory_takes_the_copies_whose_check_would_hold_the_device_longer() -> None:
@@ -55,7 +55,8 @@ def test_host_memory_takes_the_copies_whose_check_would_hold_the_device_longer()
     assert cheap.keep(torch.zeros(256 * 1024, dtype=torch.float64)) is not None  # 2 MiB, whole: to host memory
     nowhere = KeptOutputs(torch.device("cpu"), device_bytes=0, host_bytes=0, rerun_s=0.003)
     assert nowhere.keep(torch.zeros(64 * MIB // 4)) is None
-    assert nowhere.summary() == {"device": 0, "host": 0, "at_once": 1, "sampled": 0}  # compared whole, at once
+    # compared whole, at once
+    assert nowhere.summary() == {"agreed": 0, "device": 0, "host": 0, "at_once": 1, "sampled": 0}
 
 
 def test_the_host_allowance_follows_the_cap_and_what_the_child_grew() -> None:
@@ -123,7 +124,7 @@ def test_a_large_output_is_kept_as_a_sample_that_later_writes_do_not_change() ->
     keeper = KeptOutputs(torch.device("cpu"), device_bytes=64 * MIB, host_bytes=0, seed=7)
     kept = keeper.keep(out)
     assert isinstance(kept, Sample) and kept.values.numel() == SAMPLE_ELEMENTS
-    assert keeper.summary() == {"device": 1, "host": 0, "at_once": 0, "sampled": 1}
+    assert keeper.summary() == {"agreed": 0, "device": 1, "host": 0, "at_once": 0, "sampled": 1}
     assert keeper.on_device < out.nbytes // 4  # the places and the values, not the whole tensor
     boundary = torch.zeros(3 * SAMPLE_ELEMENTS)  # float32: a sample (12 bytes an element) is no smaller
     assert isinstance(keeper.keep(boundary), torch.Tensor)
@@ -167,7 +168,7 @@ def test_a_sample_through_host_memory_and_its_slack_stay_in_step_with_the_refere
     cand = (small.clone(), big + 0.1, None, 2.0)
     keeper = KeptOutputs(torch.device("cpu"), device_bytes=0, host_bytes=64 * MIB, rerun_s=1.0, seed=5)
     kept = keeper.keep(cand)
-    assert keeper.summary() == {"device": 0, "host": 1, "at_once": 0, "sampled": 1}
+    assert keeper.summary() == {"agreed": 0, "device": 0, "host": 1, "at_once": 0, "sampled": 1}
     back = KeptOutputs.back(kept)
     assert isinstance(back, tuple) and isinstance(back[1], Sample) and back[2] is None
     asked: list[int] = []
@@ -184,3 +185,30 @@ def test_a_sample_through_host_memory_and_its_slack_stay_in_step_with_the_refere
     assert asked == [1]
     assert not kept_matches(back, ref, 1e-4, 1e-4, slack([torch.full_like(small, 0.5), None, None]))
     assert not kept_matches(back, ref, 1e-4, 1e-4, slack(None))
+
+
+def test_an_output_that_agrees_with_the_rounds_reference_output_needs_no_copy() -> None:
+    keeper = KeptOutputs(torch.device("cpu"), device_bytes=0, host_bytes=0, seed=3)
+    ref = torch.linspace(-1.0, 1.0, 4096)
+    assert keeper.agrees(ref + 1e-6, ref, 1e-4, 1e-4)
+    assert keeper.agrees((ref.clone(), [ref[:10].clone()]), (ref, [ref[:10]]), 1e-4, 1e-4)
+    assert keeper.summary()["agreed"] == 2
+    off = ref.clone()
+    off[4000] += 0.01  # one element beyond the bound
+    assert not keeper.agrees(off, ref, 1e-4, 1e-4)
+    # nothing but tensors of the reference's structure, shape and dtype agrees: those take the full check
+    assert not keeper.agrees(ref.clone(), ref.double(), 1e-4, 1e-4)
+    assert not keeper.agrees(ref.reshape(64, 64).clone(), ref, 1e-4, 1e-4)
+    assert not keeper.agrees((ref.clone(),), [ref], 1e-4, 1e-4)
+    assert not keeper.agrees((ref.clone(), 1.0), (ref, 1.0), 1e-4, 1e-4)
+    assert not keeper.agrees(ref.clone(), ref.clone().fill_(float("nan")), 1e-4, 1e-4)
+    assert keeper.summary() == {"agreed": 2, "device": 0, "host": 0, "at_once": 0, "sampled": 0}
+
+
+def test_a_large_output_agrees_at_a_sample_of_places_drawn_in_its_round() -> None:
+    ref = torch.randn(4 * SAMPLE_ELEMENTS, generator=torch.Generator().manual_seed(0))
+    wrong = ref.clone()
+    wrong[::2] = 0.0  # half of the work skipped
+    keeper = KeptOutputs(torch.device("cpu"), device_bytes=0, host_bytes=0, seed=5)
+    assert keeper.agrees(ref.clone(), ref, 1e-4, 1e-4)
+    assert not keeper.agrees(wrong, ref, 1e-4, 1e-4)

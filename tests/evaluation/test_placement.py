@@ -174,3 +174,16 @@ def test_local_memory_moves_only_on_cuda() -> None:
     assert all(a != b for a, b in zip(driver.limits, driver.limits[1:]))  # every move is a change
     local.restore()
     assert driver.limits[-1] == 1024 and local.moves == 50
+
+
+def test_the_arena_tells_which_input_set_its_last_output_was_computed_on() -> None:
+    sets = [[torch.full((8,), float(k))] for k in range(3)]
+    arena = placement.InputArena(lambda x: x * 2, sets, random.Random(0), slack=0, output_ring=2)
+    assert arena.last_output_on(0) is None  # no call yet
+    arena.prepare(1)()
+    assert torch.equal(arena.last_output_on(1), torch.full((8,), 2.0))
+    assert arena.last_output_on(0) is None
+    loaded = arena.prepare(2)  # loaded, not called: the last output is still set 1's
+    assert arena.last_output_on(2) is None and arena.last_output_on(1) is not None
+    loaded()
+    assert torch.equal(arena.last_output_on(2), torch.full((8,), 4.0)) and arena.last_output_on(1) is None
