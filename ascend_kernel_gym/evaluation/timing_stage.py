@@ -192,8 +192,9 @@ def run_timing(
         except OutputCheckError as problem:
             raise StageError(ErrorType.WRONG_OUTPUT_TYPE, f"during timing: {problem}") from None
         # Both models ran on set k in this round: an output within the plain tolerance of the
-        # reference's needs no re-run of the reference later. The audit call that may follow runs
-        # candidate code after the reference's call, so its output takes the re-run path.
+        # reference's needs no re-run of the reference later. (A call after the reference's that
+        # wrote over its output could as well have copied it.) The audit call that may follow is
+        # untimed, where a search of device memory costs nothing: its output takes the re-run path.
         ref_out = arenas["reference"].last_output_on(k)
         if ref_out is not None:
             with spending("compare"):
