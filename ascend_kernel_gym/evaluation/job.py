@@ -63,6 +63,10 @@ class Job:
     #: only once the candidate's child asks for it, after trial 1's first call; a candidate that
     #: fails before then costs the device no reference run (``AKG_DEFER_REFERENCE``)
     defer_plan: bool = False
+    #: set by the zygote where the reference child judges: a varied trial's moved runs of the
+    #: reference (its sensitivity to one rounding step, :func:`.reference_run.build_plan`) are made
+    #: only when a candidate's output needs the slack they add (``AKG_LAZY_SENSITIVITY``)
+    lazy_sensitivity: bool = False
     #: Test hook: run the timing stage on the interpreter with wall-clock timers and a small
     #: cache flush, to exercise that code without a device. Its numbers mean nothing.
     cpu_timing: bool = False

@@ -203,6 +203,9 @@ class ZygoteHandle:
                 # "1" / "0": a job's reference child runs the reference only once its candidate's
                 # first call went through (evaluation/zygote.py; default: where workers share a device)
                 "defer_reference": os.environ.get("AKG_DEFER_REFERENCE", ""),
+                # "1" / "0": where the reference child judges, a varied trial's moved reference runs
+                # are made only for an output that needs their slack (evaluation/judge.py; default: on)
+                "lazy_sensitivity": os.environ.get("AKG_LAZY_SENSITIVITY", ""),
             },
         )
         reply = self._read(time.monotonic() + START_TIMEOUT_S)

@@ -5,7 +5,9 @@ hundreds of megabytes each) to the host, through pipes, and comparing them on on
 cost seconds per evaluation on an H200. So the reference child, which never sees the candidate's
 code, stays on as the judge: it builds the plan and the reference's results on the device
 (:func:`.reference_run.build_plan`), sends the zygote only the plan (seeds and distributions),
-then judges each trial the zygote forwards from the candidate's child. Those trials carry the
+then judges each trial the zygote forwards from the candidate's child. A varied trial's moved
+runs of the reference (its sensitivity to one rounding step) are made here only for an output
+that needs the slack they add (:attr:`.job.Job.lazy_sensitivity`). Those trials carry the
 candidate's device tensors by CUDA IPC handle (:mod:`.device_ipc`); each one is copied into this
 process's memory (device to device) before :class:`.judge.Judge` compares it with the
 reference's results, and the verdict goes back to the zygote as JSON:
@@ -49,7 +51,7 @@ from ascend_kernel_gym.evaluation.errors import StageError, Verdict
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.judge import Judge
 from ascend_kernel_gym.evaluation.process import Prepared, device_peak_bytes
-from ascend_kernel_gym.evaluation.reference_run import plan_or_failure
+from ascend_kernel_gym.evaluation.reference_run import Widen, plan_or_failure
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.tensor_wire import WireError, encode_payload_parts
 from ascend_kernel_gym.evaluation.wire import (
@@ -109,12 +111,13 @@ def _judge_one(job: Job, job_fd: int, result_fd: int, token: str, prepared: Prep
         if start is not True:
             return start is False
     tensors: list[torch.Tensor] = []
-    header = plan_or_failure(job, prepared, tensors)
+    deferred: dict[int, Widen] | None = {} if job.lazy_sensitivity else None
+    header = plan_or_failure(job, prepared, tensors, deferred)
     message: dict[str, Any] = {"error": header["error"]} if "error" in header else {}
     judge: Judge | None = None
     if not message:
         judge = Judge(job.task.atol, job.task.rtol, job.num_trials)
-        judge.load_live_reference(header, tensors)
+        judge.load_live_reference(header, tensors, deferred)
         message = {
             "plan": judge.plan(),
             "slowest_ref_s": judge.slowest_ref_s,

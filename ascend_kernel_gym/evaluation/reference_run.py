@@ -22,6 +22,7 @@ import os
 import random
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -64,6 +65,12 @@ from ascend_kernel_gym.evaluation.shape_trials import build_case, case_text, ext
 from ascend_kernel_gym.evaluation.tensor_wire import encode_payload_parts, encode_tree
 from ascend_kernel_gym.evaluation.wire import RESULT, await_plan_start, write_all
 
+#: a varied trial's moved runs made later, by the judge (:attr:`.job.Job.lazy_sensitivity`): called
+#: with the trial's reference output, they give its slack and strays as the plan would have had
+#: them (``(slack, strays)``, compact, one entry per output tensor), or None where a moved run of
+#: the reference fails or is not finite
+Widen = Callable[[Any], tuple[list[Any], list[list[float] | None]] | None]
+
 #: moved runs per varied trial, and the factor on the largest move (the slack it adds)
 SENSITIVITY_RUNS = 4
 SENSITIVITY_FACTOR = 2.0
@@ -75,15 +82,18 @@ SENSITIVITY_FACTOR = 2.0
 STRAY_DIVISOR = 100
 
 
-def plan_or_failure(job: Job, prepared: Prepared, tensors: list[torch.Tensor]) -> dict[str, Any]:
-    """In a reference child: :func:`build_plan`'s header (its tensors appended to ``tensors``), or
-    ``{"error": {"type", "message"}}`` saying why there is none (``tensors`` then emptied)."""
+def plan_or_failure(
+    job: Job, prepared: Prepared, tensors: list[torch.Tensor], deferred: dict[int, Widen] | None = None
+) -> dict[str, Any]:
+    """In a reference child: :func:`build_plan`'s header (its tensors appended to ``tensors``, its
+    ``deferred`` moved runs to that dict), or ``{"error": {"type", "message"}}`` saying why there
+    is none (``tensors`` and ``deferred`` then emptied)."""
     try:
         if prepared.error is not None:
             raise prepared.error
         assert prepared.device is not None
         limit_memory(job)
-        return build_plan(job, prepared.device, tensors)
+        return build_plan(job, prepared.device, tensors, deferred)
     except StageError as stage_failure:
         failure = stage_failure
     except BaseException as exc:  # noqa: BLE001 - a harness bug must still produce an answer
@@ -93,6 +103,8 @@ def plan_or_failure(job: Job, prepared: Prepared, tensors: list[torch.Tensor]) -
             text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             failure = StageError(ErrorType.HARNESS_ERROR, f"reference child: {text}")
     tensors.clear()
+    if deferred is not None:
+        deferred.clear()
     return {"error": {"type": failure.error_type.value, "message": failure.message}}
 
 
@@ -128,13 +140,20 @@ def _device_usable(device: torch.device) -> bool:
         return False
 
 
-def build_plan(job: Job, device: torch.device, tensors: list[torch.Tensor]) -> dict[str, Any]:
+def build_plan(
+    job: Job, device: torch.device, tensors: list[torch.Tensor], deferred: dict[int, Widen] | None = None
+) -> dict[str, Any]:
     """The plan header (its tensors appended to ``tensors``); raises :class:`StageError`.
 
     The random source is drawn in the order the candidate's child draws it (the models' seed
     first), so both build the same reference model and parameters. A trial whose distribution
     or varied parameters make the reference fail or return non-finite values runs again without
     them (the parameters first, then the distribution), and the plan's ``notes`` say so.
+
+    With ``deferred`` (a dict; :attr:`.job.Job.lazy_sensitivity`), a varied trial's moved runs
+    (:func:`_sensitivity`) are not made here: ``deferred[index]`` makes them when the judge asks,
+    and the trial's plan entry has the slack without them. A trial then falls back only where
+    its first run fails or is not finite.
     """
     rng = random.Random(job.seed if job.seed is not None else int.from_bytes(os.urandom(8), "little"))
     init_seed = init_seed_of(rng)
@@ -164,7 +183,12 @@ def build_plan(job: Job, device: torch.device, tensors: list[torch.Tensor]) -> d
                 spec = TrialSpec("normal")
         if entry is None:
             wanted = describe_trial(spec.distribution, spec.vary_params and bool(slots), "main")
-            entry = _main_trial(job, loaded, spec, slots, base_values, device, rng, slack_of, tensors, index == 0)
+            entry = _main_trial(
+                job, loaded, spec, slots, base_values, device, rng, slack_of, tensors, index == 0, deferred is not None
+            )
+            widen = entry.pop("widen", None)
+            if widen is not None and deferred is not None:
+                deferred[index] = widen
         entry["label"] = describe_trial(
             entry["distribution"],
             entry["params"] is not None,
@@ -201,12 +225,14 @@ def _main_trial(
     slack_of: ReferenceSlack,
     tensors: list[torch.Tensor],
     first: bool = False,
+    lazy: bool = False,
 ) -> dict[str, Any]:
     """A trial at the main shape: as planned, or with the first fallback the reference takes
     (``first``: trial 1, the task's own inputs, whose seed a deferred plan takes from the job's).
 
     In a varied distribution the slack also covers the reference's own sensitivity to one
-    rounding step of its inputs (:func:`_sensitivity`)."""
+    rounding step of its inputs (:func:`_sensitivity`); ``lazy``: those runs are left to the
+    judge (the entry's ``widen``, :data:`Widen`)."""
     for distribution, vary in _fallbacks(spec.distribution, spec.vary_params and bool(slots), job):
         seed = rng.getrandbits(62)
         if first and job.defer_plan:  # the candidate's child ran trial 1 before this plan
@@ -214,6 +240,8 @@ def _main_trial(
         params = rng.getrandbits(62) if vary else None
         if params is not None:
             write_reference(slots, draw_values(slots, params))
+        sensitive = distribution != "task"
+        tolerance = (job.task.atol, job.task.rtol)
         try:
             entry = _reference_trial(
                 loaded,
@@ -223,14 +251,18 @@ def _main_trial(
                 slack_of,
                 tensors,
                 optional=vary,
-                sensitive=distribution != "task",
-                tolerance=(job.task.atol, job.task.rtol),
+                sensitive=sensitive and not lazy,
+                tolerance=tolerance,
             )
         finally:
             if params is not None:
                 write_reference(slots, base_values)
         if entry is not None:
             entry.update(params=params, case="main")
+            if sensitive and lazy:
+                entry["widen"] = _deferred_moves(
+                    loaded, device, seed, distribution, slack_of, tolerance, (slots, params, base_values)
+                )
             return entry
     # unreachable: the task's own inputs either pass or raise
     raise StageError(ErrorType.HARNESS_ERROR, "the task's reference fails on the task's own inputs")
@@ -273,6 +305,45 @@ def _fallbacks(distribution: str, vary: bool, job: Job) -> list[tuple[str, bool]
         distribution = "task"
     options = [(distribution, vary), (distribution, False), ("task", False)]
     return [option for i, option in enumerate(options) if option not in options[:i]]
+
+
+def _deferred_moves(
+    loaded: LoadedReference,
+    device: torch.device,
+    seed: int,
+    distribution: str,
+    slack_of: ReferenceSlack,
+    tolerance: tuple[float, float],
+    params: tuple[list[Any], int | None, dict[str, torch.Tensor]],
+) -> Widen:
+    """A trial's moved runs, made when the judge asks (:data:`Widen`): on the trial's inputs drawn
+    again from its seed, with its varied parameters in place, exactly as :func:`_reference_trial`
+    would have made them."""
+    slots, values_seed, base_values = params
+
+    def widen(out: Any) -> tuple[list[Any], list[list[float] | None]] | None:
+        if values_seed is not None:
+            write_reference(slots, draw_values(slots, values_seed))
+        try:
+            base = make_inputs(loaded.task_module, seed, distribution, device)
+            moves = _sensitivity(loaded, device, base, out, seed, tolerance)
+            if moves is None:
+                return None
+            return _with_moves(slack_of(base, out), moves, out), moves.strays
+        finally:
+            if values_seed is not None:
+                write_reference(slots, base_values)
+
+    return widen
+
+
+def _with_moves(own: list[Any] | None, moves: _Moves | None, out: Any) -> list[Any] | None:
+    """A trial's slack: the reference's own rounding error (``own``), widened by its moves where
+    they are not all zero, compact (:func:`.compare.compact_slack`); None where there is neither."""
+    if moves is not None and any(m is not None and bool(m.any()) for m in moves.slack):
+        before = list(own) if own is not None else [None] * len(moves.slack)
+        own = [_wider(a, b) for a, b in zip(before, moves.slack, strict=True)]
+    return compact_slack(list(own), out) if own is not None else None
 
 
 @dataclass
@@ -435,11 +506,8 @@ def _reference_trial(
         # what the candidate's trial may carry back besides its output: every input, changed
         "input_bytes": sum(x.numel() * x.element_size() for x in base if isinstance(x, torch.Tensor)),
     }
-    slack_values = slack_of(base, out) if slack else None
-    if moves is not None and any(m is not None and bool(m.any()) for m in moves.slack):
-        own = list(slack_values) if slack_values is not None else [None] * len(moves.slack)
-        slack_values = [_wider(a, b) for a, b in zip(own, moves.slack, strict=True)]
+    slack_values = _with_moves(slack_of(base, out) if slack else None, moves, out)
     if moves is not None and any(s is not None for s in moves.strays):
         entry["strays"] = moves.strays
-    entry["slack"] = encode_tree(compact_slack(list(slack_values), out), tensors) if slack_values is not None else None
+    entry["slack"] = encode_tree(slack_values, tensors) if slack_values is not None else None
     return entry

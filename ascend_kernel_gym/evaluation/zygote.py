@@ -138,6 +138,8 @@ class Zygote:
         #: it runs the reference (:attr:`.job.Job.defer_plan`): AKG_DEFER_REFERENCE "1" / "0", else
         #: on where the device is shared; alone on its device, the plan is built next to the compile
         self.defer_setting = str(config.get("defer_reference") or "")
+        #: AKG_LAZY_SENSITIVITY "1" / "0" (:attr:`.job.Job.lazy_sensitivity`), else on
+        self.lazy_setting = str(config.get("lazy_sensitivity") or "")
         self.compile_target: dict[str, Any] | None = None
         self.pre_run: PrecompileRun | None = None
 
@@ -401,6 +403,7 @@ class Zygote:
         job.judge_in_zygote = self.judge_here
         job.judge_transport = "ipc" if self.judge_mode == "reference" and self.backend == "cuda" else "bytes"
         job.defer_plan = self.judge_here and switch(self.defer_setting, job.device_share < 1.0)
+        job.lazy_sensitivity = self.judge_mode == "reference" and switch(self.lazy_setting, True)
         given = getattr(job, "stall_limit_s", None)
         self.stall_floor = float(given) if given else WATCHDOG_FLOOR_S.get(self.backend, 45.0)
         self.stall_scaled = not given

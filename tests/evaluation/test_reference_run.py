@@ -86,3 +86,87 @@ def test_the_strays_follow_the_outputs_tensors_in_order(tmp_path) -> None:
     assert trials[1]["distribution"] == "large"
     first, second = trials[1]["strays"]
     assert first is None and second[0] >= 1
+
+
+def _lazy_plan(task: Task) -> tuple[list[dict], list[torch.Tensor], dict]:
+    job = Job(task=task, code="", code_hash="h", backend="interpreter", profile="small", num_trials=4, seed=11)
+    tensors: list[torch.Tensor] = []
+    deferred: dict = {}
+    header = reference_run.build_plan(job, torch.device("cpu"), tensors, deferred)
+    return header["trials"], tensors, deferred
+
+
+def test_moved_runs_left_to_the_judge_give_the_slack_and_strays_the_plan_would_have_had(tmp_path) -> None:
+    task = _task(tmp_path, 1000.0)
+    eager, eager_tensors = _plan(task)
+    lazy, lazy_tensors, deferred = _lazy_plan(task)
+    # the same trials, seeds and outputs; only the varied ones' moved runs wait (trial 1: the task's inputs)
+    assert [(t["seed"], t["distribution"]) for t in lazy] == [(t["seed"], t["distribution"]) for t in eager]
+    varied = [i for i, t in enumerate(eager) if t["distribution"] != "task" and t["case"] == "main"]
+    assert varied and sorted(deferred) == varied
+    for index in varied:
+        assert "strays" not in lazy[index]
+        out = decode_tree(lazy[index]["output"], lazy_tensors)
+        assert torch.equal(out, decode_tree(eager[index]["output"], eager_tensors))
+        without = decode_tree(lazy[index]["slack"], lazy_tensors) if lazy[index]["slack"] is not None else [None]
+        slack, strays = deferred[index](out)
+        planned = decode_tree(eager[index]["slack"], eager_tensors)
+        assert torch.equal(slack[0], planned[0])  # exactly the plan's slack, moved runs and all
+        assert without[0] is None or bool((slack[0].float() >= without[0].float()).all())  # it only widens
+        assert strays == eager[index].get("strays", [None])
+    assert any(eager[i].get("strays") for i in varied)  # the ill-conditioned trial's strays came back too
+
+
+def test_a_moved_run_the_reference_cannot_take_gives_no_slack(tmp_path, monkeypatch) -> None:
+    _, _, deferred = _lazy_plan(_task(tmp_path, 1000.0))
+    index = min(deferred)
+    monkeypatch.setattr(reference_run, "run_once", lambda *args: (torch.full((2,), float("nan")),))
+    assert deferred[index]((torch.zeros(2),)) is None
+
+
+def test_the_judge_makes_the_moved_runs_only_for_an_output_that_needs_their_slack(tmp_path) -> None:
+    from ascend_kernel_gym.evaluation.judge import Judge
+
+    task = _task(tmp_path, 1000.0)
+    header_trials, tensors, deferred = _lazy_plan(task)
+    header = {"trials": header_trials, "probe": None, "profile": "small", "notes": []}
+    calls: list[int] = []
+
+    def counted(index: int):
+        def widen(out):
+            calls.append(index)
+            return deferred[index](out)
+
+        return widen
+
+    judge = Judge(task.atol, task.rtol, len(header_trials))
+    judge.load_live_reference({**header, "probe": header_trials[0]}, tensors, {i: counted(i) for i in deferred})
+    outputs = [decode_tree(entry["output"], tensors) for entry in header_trials]
+    ill = min(deferred)  # the large-magnitude trial: one rounding step moves the sines by up to 2
+    slack, _ = deferred[ill](outputs[ill])
+    for index, out in enumerate(outputs):
+        cand = out.clone()
+        if index == ill:  # an honest kernel that rounds otherwise: beyond the plain bound, within the moves
+            cand = out + 0.5 * slack[0].float()
+            assert not torch.allclose(cand, out, atol=task.atol, rtol=task.rtol)
+        verdict = judge.judge_live(index, cand, cand if index == 0 else None, [False], [], {})
+        assert verdict.action == "continue", verdict.failure
+    assert calls == [ill] and judge.widened == 1  # the exact outputs of the other varied trials needed none
+    assert judge.done
+
+
+def test_an_output_beyond_the_moves_still_fails_once_they_are_made(tmp_path) -> None:
+    from ascend_kernel_gym.evaluation.judge import Judge
+    from ascend_kernel_gym.evaluation.result import ErrorType
+
+    task = _task(tmp_path, 1000.0)
+    header_trials, tensors, deferred = _lazy_plan(task)
+    judge = Judge(task.atol, task.rtol, len(header_trials))
+    judge.load_live_reference({"trials": header_trials, "probe": header_trials[0]}, tensors, deferred)
+    ill = min(deferred)
+    for index, entry in enumerate(header_trials[: ill + 1]):
+        out = decode_tree(entry["output"], tensors)
+        cand = out + 10.0 if index == ill else out.clone()  # past the widest move (twice a sine's range)
+        verdict = judge.judge_live(index, cand, cand if index == 0 else None, [False], [], {})
+    assert verdict.action == "fail" and verdict.failure.error_type == ErrorType.VALUE_MISMATCH
+    assert judge.widened == 1 and judge.passed == ill
