@@ -25,6 +25,7 @@ from ascend_kernel_gym.evaluation.errors import StageError, classify_exception, 
 from ascend_kernel_gym.evaluation.inputs import clone_inputs, device_redirect, make_inputs
 from ascend_kernel_gym.evaluation.job import Job
 from ascend_kernel_gym.evaluation.outputs import MAX_OUTPUT_DEPTH, detach_copy, output_leaves
+from ascend_kernel_gym.evaluation.param_vary import floating_slots
 from ascend_kernel_gym.evaluation.result import ErrorType
 from ascend_kernel_gym.evaluation.tensors import module_tensors, storage_ptr, storage_ptrs
 from ascend_kernel_gym.tasks.runtime import instantiate
@@ -170,8 +171,12 @@ def run_once(model: Any, inputs: list[Any], device: torch.device, aliased: list[
 class ReferenceSlack:
     """The float16 / bfloat16 reference's own rounding error, from the same model run in float32.
 
-    The float32 copy is made at the first low-precision output and kept; a reference that cannot
-    be copied or run in float32 gets no slack (``None``), never a failed candidate.
+    The float32 copy is made at the first low-precision output and kept; before each run it takes
+    the reference's floating parameters and buffers as they are then (a trial with varied
+    parameters writes them into the reference: a copy left as constructed made the slack as large
+    as the parameters' effect, and a kernel that froze its weights at its first call passed those
+    trials). A reference that cannot be copied or run in float32 gets no slack (``None``), never
+    a failed candidate.
     """
 
     def __init__(self, reference: Any, device: torch.device) -> None:
@@ -189,10 +194,23 @@ class ReferenceSlack:
                 self.high = torch.nn.Module.float(copy.deepcopy(self.reference)) if is_module else False
                 if self.high is False:
                     return None
+            self._take_values()
             return precision_slack(out, run_once(self.high, upcast(clone_inputs(inputs)), self.device))
         except Exception:  # noqa: BLE001 - a reference that cannot run in float32 gets no slack
             self.high = False
             return None
+
+
+    def _take_values(self) -> None:
+        """Copy the reference's floating parameters and buffers into the float32 copy's (same names)."""
+        own = dict(self.high.named_parameters())
+        own.update(self.high.named_buffers())
+        with torch.no_grad():
+            for name, tensor in floating_slots(self.reference):
+                target = own.get(name)
+                if target is None or target.shape != tensor.shape:
+                    raise ValueError(f"the float32 copy has no tensor {name} of shape {tuple(tensor.shape)}")
+                target.copy_(tensor)
 
 
 def _unsupported_output(value: Any, depth: int = 0) -> str:
