@@ -200,7 +200,6 @@ class ReferenceSlack:
             self.high = False
             return None
 
-
     def _take_values(self) -> None:
         """Copy the reference's floating parameters and buffers into the float32 copy's (same names)."""
         own = dict(self.high.named_parameters())

@@ -6,8 +6,8 @@ import torch
 import torch.nn as nn
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-from ascend_kernel_gym.evaluation.recorder import moves_data_only
 from ascend_kernel_gym.evaluation.param_vary import draw_values, floating_slots, write_reference
+from ascend_kernel_gym.evaluation.recorder import moves_data_only
 from ascend_kernel_gym.evaluation.reference_model import ReferenceSlack, build_reference, check_reference, run_once
 from ascend_kernel_gym.tasks import get_task
 from ascend_kernel_gym.tasks.runtime import instantiate
