@@ -667,6 +667,28 @@ def test_a_deferred_reference_runs_only_for_a_candidate_that_compiled(
             assert set(reference_runs()) == judge
 
 
+def test_the_judging_child_makes_the_moved_runs_only_when_an_output_needs_them(monkeypatch, tmp_path, relu_solution):
+    """``AKG_LAZY_SENSITIVITY`` reaches the judging reference child: an honest kernel's evaluation
+    runs the reference four times fewer per varied trial than with the moved runs in the plan
+    (``0``), with the same verdict."""
+    monkeypatch.setenv("AKG_JUDGE", "reference")
+    log = tmp_path / "calls.log"
+    source = tmp_path / "counted_relu.py"
+    source.write_text(_COUNTED_RELU.format(log=str(log)))
+    task = get_task(source)
+    runs: dict[str, int] = {}
+    for lazy in ("1", "0"):
+        monkeypatch.setenv("AKG_LAZY_SENSITIVITY", lazy)
+        settings = {"workers": 1, "cache": False, "timeout_s": 120, "tmp_root": str(tmp_path), "os_sandbox": False}
+        with Evaluator(backend="interpreter", **settings) as ev:
+            result = ev.evaluate(EvalRequest(task=task, code=relu_solution, seed=5, num_trials=5))
+        assert result.ok and result.trials_passed == 5, result.error_message
+        runs[lazy] = len(log.read_text().splitlines())
+        log.write_text("")
+    # trials 2-5 include varied value ranges; each one's four moved runs happen only in the plan
+    assert runs["0"] - runs["1"] >= 4 and (runs["0"] - runs["1"]) % 4 == 0, runs
+
+
 def test_a_childs_printed_output_is_read_through_the_zygotes_own_descriptor(tmp_path) -> None:
     """A child whose code got past every Python layer can put a link (or a FIFO) at its output.txt;
     the zygote reads the output it shows in failed results through the descriptor it opened before
