@@ -194,6 +194,7 @@ class Judge:
         for trial in [*self.trials, *([self.probe] if self.probe is not None else [])]:
             trial.output, trial.slack, trial.inputs_after = None, None, {}
         self._previous = self._first = None
+        self._deferred = {}  # and the reference model its moved runs would have used
 
     def trial_bytes_limit(self) -> int:
         """The most tensor bytes one trial message of the candidate's child may carry."""
