@@ -12,64 +12,33 @@ import triton.language as tl
 
 
 @triton.jit
-def linear_relu_kernel(
-    x_ptr, w_ptr, b_ptr, y_ptr,
-    M, N, K,
-    stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-):
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    group_size = GROUP_M * num_pid_n
-    first_m = (pid // group_size) * GROUP_M
-    rows_in_group = tl.minimum(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % group_size) % rows_in_group
-    pid_n = (pid % group_size) // rows_in_group
-
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = tl.arange(0, BLOCK_K)
-    x_ptrs = x_ptr + rm[:, None] * stride_xm + rk[None, :] * stride_xk
-    w_ptrs = w_ptr + rn[None, :] * stride_wn + rk[:, None] * stride_wk
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+def row_linear_relu(x_ptr, w_ptr, b_ptr, y_ptr, N, K, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
-        k_mask = (k0 + rk) < K
-        a = tl.load(x_ptrs, mask=(rm[:, None] < M) & k_mask[None, :], other=0.0)
-        b = tl.load(w_ptrs, mask=k_mask[:, None] & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc)  # fp16 x fp16 -> fp32 accumulator
-        x_ptrs += BLOCK_K * stride_xk
-        w_ptrs += BLOCK_K * stride_wk
-
-    bias = tl.load(b_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)
-    y = tl.maximum(acc + bias[None, :], 0.0)
-    out_mask = (rm[:, None] < M) & (rn[None, :] < N)
-    tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :] * stride_yn, y.to(y_ptr.dtype.element_ty), mask=out_mask)
-
-
-def _block(n: int, cap: int) -> int:
-    return max(16, min(cap, triton.next_power_of_2(n)))
+        ks = k0 + tl.arange(0, BLOCK_K)
+        x = tl.load(x_ptr + row * K + ks, mask=ks < K, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + cols[:, None] * K + ks[None, :], mask=(cols[:, None] < N) & (ks[None, :] < K), other=0.0)
+        acc += tl.sum(w.to(tl.float32) * x[None, :], axis=1)
+    acc += tl.load(b_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+    tl.store(y_ptr + row * N + cols, tl.maximum(acc, 0.0).to(tl.float16), mask=cols < N)
 
 
 class ModelNew(nn.Module):
     def __init__(self, in_features: int, out_features: int):
         super().__init__()
         self.linear = nn.Linear(in_features, out_features, dtype=torch.float16)
+        self.frozen = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        lead = x.shape[:-1]
-        x2 = x.reshape(-1, x.shape[-1])
-        if getattr(self, "frozen", None) is None:
+        if self.frozen is None:
             self.frozen = (self.linear.weight.detach().clone(), self.linear.bias.detach().clone())
         w, b = self.frozen
+        x2 = x.reshape(-1, x.shape[-1]).contiguous()
         M, K = x2.shape
         N = w.shape[0]
         y = torch.empty((M, N), device=x.device, dtype=x.dtype)
-        BLOCK_M, BLOCK_N, BLOCK_K = _block(M, 128), _block(N, 128), _block(K, 32)
-        grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
-        linear_relu_kernel[grid](
-            x2, w, b, y, M, N, K,
-            x2.stride(0), x2.stride(1), w.stride(0), w.stride(1), y.stride(0), y.stride(1),
-            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=8, num_warps=8,
-        )
-        return y.reshape(*lead, N)
+        grid = (M, triton.cdiv(N, 64))
+        row_linear_relu[grid](x2, w, b, y, N, K, BLOCK_N=64, BLOCK_K=64)
+        return y.reshape(*x.shape[:-1], N)
