@@ -194,7 +194,6 @@ class Judge:
         for trial in [*self.trials, *([self.probe] if self.probe is not None else [])]:
             trial.output, trial.slack, trial.inputs_after = None, None, {}
         self._previous = self._first = None
-        self._deferred = {}  # and the reference model its moved runs would have used
 
     def trial_bytes_limit(self) -> int:
         """The most tensor bytes one trial message of the candidate's child may carry."""
@@ -356,11 +355,8 @@ class Judge:
             widened = widen(ref.output)
             if widened is not None:
                 ref.slack, ref.strays = widened[0], [_strays(item) for item in widened[1]]
-        slack = list(ref.slack) if ref.slack is not None else [None] * len(pairs)
-        strays = ref.strays + [None] * (len(pairs) - len(ref.strays))
-        if mutated and all(
-            compare(c, r, atol, self.rtol, s, k).ok for (c, r, _), s, k in zip(pairs, slack, strays, strict=False)
-        ):
+        slack, strays = _bounds(ref, len(pairs))
+        if mutated and self._all_close(pairs, ref, atol):
             raise StageError(
                 ErrorType.INPUT_MUTATED,
                 f"ModelNew.forward modified its input argument(s) {mutated} in place (its output is otherwise "
@@ -435,8 +431,7 @@ class Judge:
 
     def _all_close(self, pairs: list[tuple[torch.Tensor, torch.Tensor, str]], ref: _Trial, atol: float) -> bool:
         """Whether every tensor of the output is within the trial's bound as it stands."""
-        slack = list(ref.slack) if ref.slack is not None else [None] * len(pairs)
-        strays = ref.strays + [None] * (len(pairs) - len(ref.strays))
+        slack, strays = _bounds(ref, len(pairs))
         return all(
             quick_close(c, r, atol, self.rtol, s) or compare(c, r, atol, self.rtol, s, k).ok
             for (c, r, _), s, k in zip(pairs, slack, strays, strict=False)
@@ -479,6 +474,12 @@ class Judge:
                     f"{str(ref_t.dtype).replace('torch.', '')}",
                 )
         return pairs
+
+
+def _bounds(ref: _Trial, count: int) -> tuple[list[Any], list[Strays | None]]:
+    """A trial's slack and strays, one entry per compared tensor (``count``)."""
+    slack = list(ref.slack) if ref.slack is not None else [None] * count
+    return slack, ref.strays + [None] * (count - len(ref.strays))
 
 
 def _error_stats(cand: torch.Tensor, ref: torch.Tensor, atol: float) -> tuple[float, float]:
