@@ -184,8 +184,9 @@ def build_plan(
         if entry is None:
             wanted = describe_trial(spec.distribution, spec.vary_params and bool(slots), "main")
             entry = _main_trial(
-                job, loaded, spec, slots, base_values, device, rng, slack_of, tensors, index == 0, deferred is not None
-            )
+                job, loaded, spec, slots, base_values, device, rng, slack_of, tensors,
+                first=index == 0, lazy=deferred is not None,
+            )  # fmt: skip
             widen = entry.pop("widen", None)
             if widen is not None and deferred is not None:
                 deferred[index] = widen
@@ -261,8 +262,9 @@ def _main_trial(
             entry.update(params=params, case="main")
             if sensitive and lazy:
                 entry["widen"] = _deferred_moves(
-                    loaded, device, seed, distribution, slack_of, tolerance, (slots, params, base_values)
-                )
+                    loaded, device, seed, distribution, slack_of, tolerance,
+                    slots=slots, values_seed=params, base_values=base_values,
+                )  # fmt: skip
             return entry
     # unreachable: the task's own inputs either pass or raise
     raise StageError(ErrorType.HARNESS_ERROR, "the task's reference fails on the task's own inputs")
@@ -314,12 +316,15 @@ def _deferred_moves(
     distribution: str,
     slack_of: ReferenceSlack,
     tolerance: tuple[float, float],
-    params: tuple[list[Any], int | None, dict[str, torch.Tensor]],
+    *,
+    slots: list[Any],
+    values_seed: int | None,
+    base_values: dict[str, torch.Tensor],
 ) -> Widen:
     """A trial's moved runs, made when the judge asks (:data:`Widen`): on the trial's inputs drawn
-    again from its seed, with its varied parameters in place, exactly as :func:`_reference_trial`
-    would have made them."""
-    slots, values_seed, base_values = params
+    again from its seed, with its varied parameters (``values_seed``; None: as constructed) written
+    into ``slots`` and ``base_values`` put back after, exactly as :func:`_reference_trial` would
+    have made them."""
 
     def widen(out: Any) -> tuple[list[Any], list[list[float] | None]] | None:
         if values_seed is not None:
